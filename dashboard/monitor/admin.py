@@ -1,0 +1,27 @@
+from django.contrib import admin, messages
+from django.http import HttpRequest
+
+from dashboard.monitor.models import Event, Topic
+from dashboard.monitor.redis_conn import get_redis
+from workers.errors import LockstepError
+from workers.topics import create_topic
+
+
+@admin.register(Topic)
+class TopicAdmin(admin.ModelAdmin):
+    list_display = ("name", "queues", "created_at")
+
+    def save_model(self, request: HttpRequest, obj: Topic, form: object, change: bool) -> None:
+        try:
+            create_topic(get_redis(), obj.name, obj.queues)
+        except LockstepError as exc:
+            messages.error(request, str(exc))
+            return
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(Event)
+class EventAdmin(admin.ModelAdmin):
+    list_display = ("stream_id", "type", "ts", "topic", "group", "queue", "key", "token")
+    list_filter = ("type", "topic", "group")
+    search_fields = ("key", "stream_id")

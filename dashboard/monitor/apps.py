@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class MonitorConfig(AppConfig):
+    name = "dashboard.monitor"
+    label = "monitor"
+    verbose_name = "Lockstep monitor"

@@ -1,0 +1,59 @@
+"""Run one ordered consumer in the foreground (operators, tests). Stops on SIGINT/SIGTERM
+after each queue finished its message in progress and was unlocked."""
+
+import signal
+import threading
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from workers.config import Model, Subscription
+from workers.consumer import Consumer
+from workers.errors import LockstepError
+from workers.handlers import import_handler
+
+
+class Command(BaseCommand):
+    help = "Consume a topic in order as one consumer of a group, until interrupted."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--topic", required=True)
+        parser.add_argument("--group", required=True)
+        parser.add_argument("--handler", required=True, help="dotted path to the handler")
+        parser.add_argument("--batch-size", type=int, default=1)
+        parser.add_argument("--max-reconsume-times", type=int, default=-1,
+                            help="-1 = unbounded (RocketMQ's orderly default)")
+        parser.add_argument("--suspend-ms", type=int, default=1000)
+        parser.add_argument("--model", choices=[m.value for m in Model],
+                            default=Model.CLUSTERING.value)
+        parser.add_argument("--consumer-id", default="", help="defaults to host@pid@random")
+        parser.add_argument("--consumer-name", default="",
+                            help="stable name for broadcasting offsets")
+        parser.add_argument("--no-events", action="store_true", help="do not emit events")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            sub = Subscription(
+                topic=options["topic"], group=options["group"], handler=options["handler"],
+                batch_size=options["batch_size"],
+                max_reconsume_times=options["max_reconsume_times"],
+                suspend_ms=options["suspend_ms"], model=Model(options["model"]),
+                consumer_name=options["consumer_name"],
+            )
+            import_handler(sub.handler)
+            consumer = Consumer(settings.REDIS_URL, [sub],
+                                consumer_id=options["consumer_id"] or None,
+                                events_enabled=not options["no_events"])
+        except LockstepError as exc:
+            raise CommandError(str(exc)) from None
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        consumer.start()
+        self.stdout.write(f"consumer {consumer.consumer_id} consuming {sub.topic} as "
+                          f"{sub.group}", ending="\n")
+        self.stdout.flush()
+        stop.wait()
+        consumer.stop()
+        self.stdout.write("stopped")

@@ -1,0 +1,24 @@
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from dashboard.monitor.models import Topic
+from dashboard.monitor.redis_conn import get_redis
+from workers.errors import LockstepError
+from workers.topics import create_topic
+
+
+class Command(BaseCommand):
+    help = "Create a topic with a fixed number of queues (idempotent for the same count)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("name")
+        parser.add_argument("--queues", type=int, default=8)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            topic = create_topic(get_redis(), options["name"], options["queues"])
+        except LockstepError as exc:
+            raise CommandError(str(exc)) from None
+        Topic.objects.update_or_create(name=topic.name, defaults={"queues": topic.queues})
+        self.stdout.write(f"topic {topic.name}: {topic.queues} queues")

@@ -1,0 +1,44 @@
+import signal
+import threading
+import time
+from typing import Any
+
+import redis
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+
+from dashboard.monitor.models import Topic
+from dashboard.monitor.redis_conn import get_redis
+from workers.demo.producer import run_demo_producer
+from workers.topics import create_topic
+
+
+class Command(BaseCommand):
+    help = "Send the demo order-lifecycle workload (creates the topic if needed)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--topic", default="orders")
+        parser.add_argument("--queues", type=int, default=8)
+        parser.add_argument("--rate", type=float, default=50.0, help="messages per second")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        _wait_for_redis(stop)
+        create_topic(get_redis(), options["topic"], options["queues"])
+        Topic.objects.update_or_create(name=options["topic"],
+                                       defaults={"queues": options["queues"]})
+        self.stdout.write(f"demo producer: {options['rate']:.0f} msg/s to {options['topic']}")
+        self.stdout.flush()
+        sent = run_demo_producer(settings.REDIS_URL, options["topic"], options["rate"], stop)
+        self.stdout.write(f"demo producer sent {sent} messages")
+
+
+def _wait_for_redis(stop: threading.Event) -> None:
+    while not stop.is_set():
+        try:
+            get_redis().ping()
+            return
+        except redis.ConnectionError:
+            time.sleep(0.2)

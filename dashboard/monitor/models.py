@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+
+
+class Event(models.Model):
+    """One runtime event, ingested from the Redis event stream. ``stream_id`` is the
+    stream entry ID: unique, so ingesting the same entry twice stores it once."""
+
+    stream_id = models.CharField(max_length=40, unique=True)
+    type = models.CharField(max_length=40, db_index=True)
+    ts = models.DateTimeField(db_index=True)
+    topic = models.CharField(max_length=128, blank=True, default="")
+    group = models.CharField(max_length=128, blank=True, default="")
+    queue = models.IntegerField(null=True, blank=True)
+    key = models.CharField(max_length=256, blank=True, default="")
+    token = models.BigIntegerField(null=True, blank=True)
+    consumer = models.CharField(max_length=200, blank=True, default="")
+    details = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["topic", "queue", "ts"]),
+            models.Index(fields=["topic", "key"]),
+        ]
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.stream_id} {self.type} {self.topic}/{self.queue}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.stream_id,
+            "type": self.type,
+            "ts": self.ts.isoformat(),
+            "topic": self.topic,
+            "group": self.group,
+            "queue": self.queue,
+            "key": self.key,
+            "token": self.token,
+            "consumer": self.consumer,
+            "details": self.details,
+        }
+
+
+class IngestCursor(models.Model):
+    """The last event-stream entry stored, written in the same transaction as the events,
+    so a restarted ingester resumes exactly after it."""
+
+    name = models.CharField(max_length=40, unique=True)
+    last_id = models.CharField(max_length=40, default="0-0")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.last_id}"
+
+
+class Topic(models.Model):
+    """Admin-side record of a topic; saving it creates the topic in Redis (the runtime's
+    truth), which refuses to change the queue count of an existing topic."""
+
+    name = models.CharField(max_length=128, unique=True)
+    queues = models.PositiveIntegerField(default=8)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,46 @@
+"""Scheduled work (Celery beat): lag sampling into the event log, and event retention."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from celery import shared_task
+from django.conf import settings
+from django.utils import timezone
+
+from dashboard.monitor.models import Event
+from dashboard.monitor.redis_conn import get_redis
+from workers import events as ev
+from workers import keys
+from workers.inspect import overview
+
+
+@shared_task
+def sample_lag() -> int:
+    """Append one ``lag_sampled`` event per (topic, queue, group): the history the queue
+    charts and the nightly analytics read."""
+    client = get_redis()
+    snapshot = overview(client)
+    pipe = client.pipeline(transaction=False)
+    count = 0
+    for topic in snapshot["topics"]:
+        for q in topic["queues"]:
+            for g in q["groups"]:
+                event = ev.Event(ev.LAG_SAMPLED, snapshot["generated_at_ms"], topic["name"],
+                                 g["group"], q["queue"], details={
+                                     "max_offset": q["max_offset"],
+                                     "committed_offset": g["committed_offset"],
+                                     "lag": g["lag"], "time_lag_s": g["time_lag_s"],
+                                     "owner": g["owner"] or "",
+                                 })
+                pipe.xadd(keys.EVENTS, event.fields(), maxlen=1_000_000, approximate=True)
+                count += 1
+    pipe.execute()
+    return count
+
+
+@shared_task
+def prune_events() -> int:
+    cutoff = timezone.now() - timedelta(days=settings.LOCKSTEP_EVENT_RETENTION_DAYS)
+    deleted, _ = Event.objects.filter(ts__lt=cutoff).delete()
+    return deleted

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class ReportsConfig(AppConfig):
+    name = "dashboard.reports"
+    label = "reports"
+    verbose_name = "Lockstep analytics reports"

@@ -1,0 +1,147 @@
+"""Django settings. Every value comes from the environment (see ``.env.example``)."""
+
+from pathlib import Path
+
+import environ
+from celery.schedules import crontab
+from django.core.exceptions import ImproperlyConfigured
+
+from dashboard.env import env_bool, env_float, env_int, env_str
+from workers.config import subscriptions_from_json
+from workers.errors import ConfigurationError
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+_env = environ.Env()
+_dotenv = BASE_DIR / ".env"
+if _dotenv.exists():
+    environ.Env.read_env(str(_dotenv))
+
+DEBUG = env_bool("DJANGO_DEBUG", False)
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG and env_bool("LOCKSTEP_REQUIRE_SECRET_KEY", False):
+        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set")
+    SECRET_KEY = "lockstep-insecure-development-key-change-me"  # noqa: S105
+ALLOWED_HOSTS = [h.strip() for h in env_str("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
+                 if h.strip()]
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_celery_beat",
+    "dashboard.monitor",
+    "dashboard.reports",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "dashboard.urls"
+ASGI_APPLICATION = "dashboard.asgi.application"
+WSGI_APPLICATION = "dashboard.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": _env.db_url("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The ingester writes while pages read: WAL and a busy timeout avoid "database is locked".
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
+    )
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "overview"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "dashboard" / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [env_str("CHANNELS_REDIS_URL", REDIS_URL)], "capacity": 1000,
+                   "expiry": 30},
+    },
+}
+
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_BEAT_SCHEDULE = {
+    "lockstep-sample-lag": {
+        "task": "dashboard.monitor.tasks.sample_lag",
+        "schedule": env_float("LOCKSTEP_LAG_SAMPLE_SECONDS", 10.0, minimum=1.0),
+    },
+    "lockstep-prune-events": {
+        "task": "dashboard.monitor.tasks.prune_events",
+        "schedule": crontab(minute="17"),
+    },
+    "lockstep-nightly-analytics": {
+        "task": "dashboard.reports.tasks.run_analytics",
+        "schedule": crontab(hour="2", minute="30"),
+    },
+}
+
+try:
+    LOCKSTEP_SUBSCRIPTIONS = subscriptions_from_json(
+        env_str(
+            "LOCKSTEP_SUBSCRIPTIONS",
+            '[{"topic": "orders", "group": "mailer", "handler": "workers.demo.handle_order"}]',
+        )
+    )
+except ConfigurationError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
+
+LOCKSTEP_EVENT_RETENTION_DAYS = env_int("LOCKSTEP_EVENT_RETENTION_DAYS", 7, minimum=1)
+LOCKSTEP_PUSH_INTERVAL = env_float("LOCKSTEP_PUSH_INTERVAL", 0.5, minimum=0.05)
+SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
+LOCKSTEP_ANALYTICS_DIR = Path(env_str("LOCKSTEP_ANALYTICS_DIR", str(BASE_DIR / "var" / "analytics")))
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+}

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from tests.support import redis_server
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """One real redis-server for the session, started by the suite on a free port."""
+    with redis_server() as url:
+        os.environ["REDIS_URL"] = url
+        yield url
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    """A client on a flushed database: every test starts from an empty Redis."""
+    client = redis.Redis.from_url(redis_url)
+    client.flushall()
+    yield client
+    client.close()

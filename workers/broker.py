@@ -1,0 +1,174 @@
+"""The broker side on Redis: queue locks, fenced offsets, dead letters, the registry and
+reads from the queue streams. Every state change that must be atomic is a Lua script."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+import redis
+
+from workers import keys
+from workers.message import Message
+from workers.scripts import script
+
+
+class CommitOutcome(IntEnum):
+    OK = 1
+    FENCED = 0
+    EXPIRED = -1
+
+
+@dataclass(frozen=True)
+class Grant:
+    queue: int
+    token: int  # 0: refused
+    new: bool  # a new grant (new token) rather than a renewal
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    outcome: CommitOutcome
+    current_token: int
+    dlq_id: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is CommitOutcome.OK
+
+
+@dataclass(frozen=True)
+class StoredOffset:
+    committed: int
+    completed: str
+    token: int
+    updated_at_ms: int
+
+
+class Broker:
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+        self._lock = script(client, "lock")
+        self._unlock = script(client, "unlock")
+        self._commit = script(client, "commit")
+        self._dead_letter = script(client, "dead_letter")
+        self._heartbeat = script(client, "heartbeat")
+
+    # -- locks -------------------------------------------------------------------------
+    def lock_batch(
+        self, topic: str, group: str, queues: Sequence[int], owner: str, ttl_s: float
+    ) -> list[Grant]:
+        """Lock or renew several queues in one round trip (RocketMQ's ``lockBatchMQ``).
+        One script call per queue keeps every call within one cluster slot."""
+        if not queues:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        ttl_ms = max(1, int(ttl_s * 1000))
+        for q in queues:
+            self._lock(keys=[keys.lock(topic, q, group)], args=[owner, ttl_ms], client=pipe)
+        replies = pipe.execute()
+        return [Grant(q, int(r[0]), bool(int(r[1]))) for q, r in zip(queues, replies, strict=True)]
+
+    def unlock(self, topic: str, group: str, queue: int, owner: str, token: int) -> bool:
+        return bool(self._unlock(keys=[keys.lock(topic, queue, group)], args=[owner, token]))
+
+    # -- offsets -----------------------------------------------------------------------
+    def read_offset(self, topic: str, group: str, queue: int) -> StoredOffset:
+        raw = self.client.hgetall(keys.offset(topic, queue, group))
+        return StoredOffset(
+            committed=int(raw.get(b"committed", b"0")),
+            completed=raw.get(b"completed", b"").decode(),
+            token=int(raw.get(b"token", b"0") or 0),
+            updated_at_ms=int(raw.get(b"updated_at", b"0") or 0),
+        )
+
+    def commit(
+        self, topic: str, group: str, queue: int, owner: str, token: int, offset: int,
+        completed: str = "",
+    ) -> CommitResult:
+        reply = self._commit(
+            keys=[keys.lock(topic, queue, group), keys.offset(topic, queue, group)],
+            args=[owner, token, offset, completed],
+        )
+        return CommitResult(CommitOutcome(int(reply[0])), int(reply[1]))
+
+    def commit_unfenced(self, topic: str, offset_key_group: str, queue: int, offset: int) -> None:
+        """Broadcasting model: no locks; the offset belongs to one consumer alone."""
+        self.client.hset(
+            keys.offset(topic, queue, offset_key_group),
+            mapping={"committed": offset, "completed": "", "token": 0},
+        )
+
+    def dead_letter(
+        self, topic: str, group: str, queue: int, owner: str, token: int | None,
+        commit_offset: int, entry: dict[str, Any], offset_group: str | None = None,
+    ) -> CommitResult:
+        """Move one message to the group's dead-letter stream and commit ``commit_offset``
+        in the same atomic step. ``token=None`` is the unfenced broadcasting case."""
+        flat: list[Any] = []
+        for k, v in entry.items():
+            flat.extend([k, v])
+        reply = self._dead_letter(
+            keys=[
+                keys.lock(topic, queue, group),
+                keys.offset(topic, queue, offset_group or group),
+                keys.dead_letters(topic, queue, group),
+            ],
+            args=[owner, "" if token is None else token, commit_offset, "", *flat],
+        )
+        dlq_id = reply[2].decode() if len(reply) > 2 else ""
+        return CommitResult(CommitOutcome(int(reply[0])), int(reply[1]), dlq_id)
+
+    # -- registry ----------------------------------------------------------------------
+    def heartbeat(self, group: str, topic: str, member: str, timeout_s: float) -> list[str]:
+        reply = self._heartbeat(
+            keys=[keys.registry(group, topic)], args=[member, int(timeout_s * 1000)]
+        )
+        return [m.decode() for m in reply[1:]]
+
+    def leave(self, group: str, topic: str, member: str) -> None:
+        self.client.zrem(keys.registry(group, topic), member)
+
+    # -- streams -----------------------------------------------------------------------
+    def read_from(
+        self, topic: str, queue: int, offset: int, count: int, block_s: float = 0.0,
+        client: redis.Redis | None = None,
+    ) -> list[tuple[bytes, dict[bytes, bytes]]]:
+        """Entries with offset >= ``offset``, oldest first; blocks up to ``block_s`` when
+        there are none yet."""
+        c = client or self.client
+        stream = keys.stream(topic, queue)
+        entries = c.xrange(stream, min=f"{offset}-0", max="+", count=count)
+        if entries or block_s <= 0:
+            return list(entries)
+        last_id = f"{offset - 1}-1" if offset > 0 else "0-0"
+        reply = c.xread({stream: last_id}, count=count, block=max(1, int(block_s * 1000)))
+        return list(reply[0][1]) if reply else []
+
+    def max_offset(self, topic: str, queue: int) -> int:
+        """The next offset to be produced (RocketMQ's maxOffset): lag = this - committed."""
+        raw = self.client.get(keys.sequence(topic, queue))
+        return int(raw) if raw else 0
+
+
+def dead_letter_entry(message: Message, group: str, error: str) -> dict[str, Any]:
+    return {
+        "topic": message.topic,
+        "queue": message.queue,
+        "offset": message.offset,
+        "key": message.key,
+        "body": message.body,
+        "headers": _json(message.headers),
+        "produced_at_ms": int(message.produced_at * 1000),
+        "reconsume_times": message.reconsume_times,
+        "group": group,
+        "error": error[:4000],
+    }
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, separators=(",", ":"), default=str)

@@ -1,0 +1,196 @@
+"""Runtime timings and subscriptions.
+
+Defaults follow RocketMQ's orderly consumer (``RebalanceLockManager``,
+``ConsumeMessageOrderlyService``, ``ProcessQueue``); each can be overridden from the
+environment so tests can run with a lock expiry of a few seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+from workers.env import env_float, env_int
+from workers.errors import ConfigurationError
+
+UNBOUNDED = -1
+MAX_BATCH = 32
+
+
+class Model(StrEnum):
+    CLUSTERING = "clustering"
+    BROADCASTING = "broadcasting"
+
+
+@dataclass(frozen=True)
+class Timings:
+    """All durations in seconds."""
+
+    # RocketMQ's broker drops a lock not renewed for 60 s (REBALANCE_LOCK_MAX_LIVE_TIME).
+    lock_ttl: float = 60.0
+    # RocketMQ renews all held locks every 20 s (REBALANCE_LOCK_INTERVAL).
+    lock_renew_interval: float = 20.0
+    # A client-side lock older than 30 s counts as expired (REBALANCE_LOCK_MAX_LIVE_TIME
+    # in ProcessQueue): shorter than the broker's 60 s so a consumer stops before anyone
+    # else can be granted the queue.
+    client_lock_expiry: float = 30.0
+    # RocketMQ rebalances every 20 s (rebalanceInterval).
+    rebalance_interval: float = 20.0
+    # How often membership is checked so joins and leaves trigger a rebalance at once.
+    membership_poll: float = 1.0
+    heartbeat_interval: float = 3.0
+    # A member silent this long is considered gone (RocketMQ: 120 s channel expiry; we
+    # keep it short because Redis, not a TCP channel, is the only sign of life).
+    heartbeat_timeout: float = 15.0
+    # Consuming one queue continuously this long yields briefly (MAX_TIME_CONSUME_CONTINUOUSLY).
+    max_continuous: float = 60.0
+    continuous_yield: float = 0.01
+    # Blocking read timeout when a queue has nothing new.
+    poll_block: float = 0.2
+    # Events are buffered at most this long before they reach the event stream.
+    event_flush_interval: float = 0.1
+
+    @classmethod
+    def from_env(cls) -> Timings:
+        d = cls()
+        return cls(
+            lock_ttl=env_float("LOCKSTEP_LOCK_TTL", d.lock_ttl, minimum=0.5),
+            lock_renew_interval=env_float(
+                "LOCKSTEP_LOCK_RENEW_INTERVAL", d.lock_renew_interval, minimum=0.1
+            ),
+            client_lock_expiry=env_float(
+                "LOCKSTEP_CLIENT_LOCK_EXPIRY", d.client_lock_expiry, minimum=0.2
+            ),
+            rebalance_interval=env_float(
+                "LOCKSTEP_REBALANCE_INTERVAL", d.rebalance_interval, minimum=0.1
+            ),
+            membership_poll=env_float("LOCKSTEP_MEMBERSHIP_POLL", d.membership_poll, minimum=0.05),
+            heartbeat_interval=env_float(
+                "LOCKSTEP_HEARTBEAT_INTERVAL", d.heartbeat_interval, minimum=0.05
+            ),
+            heartbeat_timeout=env_float(
+                "LOCKSTEP_HEARTBEAT_TIMEOUT", d.heartbeat_timeout, minimum=0.2
+            ),
+            max_continuous=env_float("LOCKSTEP_MAX_CONTINUOUS", d.max_continuous, minimum=0.1),
+            continuous_yield=d.continuous_yield,
+            poll_block=env_float("LOCKSTEP_POLL_BLOCK", d.poll_block, minimum=0.01),
+            event_flush_interval=env_float(
+                "LOCKSTEP_EVENT_FLUSH_INTERVAL", d.event_flush_interval, minimum=0.01
+            ),
+        )
+
+    def validate(self) -> Timings:
+        if self.client_lock_expiry >= self.lock_ttl:
+            raise ConfigurationError(
+                "LOCKSTEP_CLIENT_LOCK_EXPIRY must be shorter than LOCKSTEP_LOCK_TTL, or a "
+                "consumer could keep consuming after another was granted its queue"
+            )
+        if self.lock_renew_interval >= self.client_lock_expiry:
+            raise ConfigurationError(
+                "LOCKSTEP_LOCK_RENEW_INTERVAL must be shorter than LOCKSTEP_CLIENT_LOCK_EXPIRY"
+            )
+        return self
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_body_bytes: int = 4 * 1024 * 1024
+    stream_maxlen: int = 0  # 0 = streams are not trimmed
+    events_maxlen: int = 1_000_000
+
+    @classmethod
+    def from_env(cls) -> Limits:
+        d = cls()
+        return cls(
+            max_body_bytes=env_int("LOCKSTEP_MAX_BODY_BYTES", d.max_body_bytes, minimum=1),
+            stream_maxlen=env_int("LOCKSTEP_STREAM_MAXLEN", d.stream_maxlen, minimum=0),
+            events_maxlen=env_int("LOCKSTEP_EVENTS_MAXLEN", d.events_maxlen, minimum=1000),
+        )
+
+
+def clamp_suspend(seconds: float) -> float:
+    """RocketMQ clamps suspendCurrentQueueTimeMillis to 10 ms .. 30 s."""
+    return min(max(seconds, 0.01), 30.0)
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """One (topic, group, handler) the runtime consumes.
+
+    ``max_reconsume_times`` of ``UNBOUNDED`` (-1) retries forever, as RocketMQ's orderly
+    consumer does by default; a finite value dead-letters a message after that many retries.
+    """
+
+    topic: str
+    group: str
+    handler: str
+    batch_size: int = 1
+    max_reconsume_times: int = UNBOUNDED
+    suspend_ms: int = 1000
+    model: Model = Model.CLUSTERING
+    consumer_name: str = ""  # stable name for broadcasting offsets; defaults to host name
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("topic", "group", "handler"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigurationError(f"subscription {name} must be a non-empty string")
+        if any(c in self.topic + self.group for c in "{}: "):
+            raise ConfigurationError(
+                f"topic and group names may not contain braces, colons or spaces: "
+                f"{self.topic!r}, {self.group!r}"
+            )
+        if not 1 <= self.batch_size <= MAX_BATCH:
+            raise ConfigurationError(f"batch_size must be 1..{MAX_BATCH}, got {self.batch_size}")
+        if self.max_reconsume_times < UNBOUNDED:
+            raise ConfigurationError("max_reconsume_times must be -1 (unbounded) or >= 0")
+        if self.suspend_ms < 1:
+            raise ConfigurationError("suspend_ms must be positive")
+
+    @property
+    def suspend_seconds(self) -> float:
+        return clamp_suspend(self.suspend_ms / 1000.0)
+
+    def with_overrides(self, **changes: Any) -> Subscription:
+        return replace(self, **changes)
+
+    @classmethod
+    def from_mapping(cls, data: dict[str, Any]) -> Subscription:
+        known = {f for f in cls.__dataclass_fields__ if f != "extra"}
+        unknown = set(data) - known
+        if unknown:
+            raise ConfigurationError(f"unknown subscription settings: {sorted(unknown)}")
+        values = dict(data)
+        if "model" in values:
+            try:
+                values["model"] = Model(values["model"])
+            except ValueError:
+                raise ConfigurationError(
+                    f"model must be 'clustering' or 'broadcasting', got {values['model']!r}"
+                ) from None
+        missing = {"topic", "group", "handler"} - set(values)
+        if missing:
+            raise ConfigurationError(f"subscription is missing {sorted(missing)}")
+        return cls(**values)
+
+
+def subscriptions_from_json(raw: str) -> list[Subscription]:
+    """Parse ``LOCKSTEP_SUBSCRIPTIONS`` (a JSON list of objects)."""
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ConfigurationError(f"LOCKSTEP_SUBSCRIPTIONS is not valid JSON: {exc}") from None
+    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+        raise ConfigurationError("LOCKSTEP_SUBSCRIPTIONS must be a JSON list of objects")
+    return [Subscription.from_mapping(d) for d in data]
+
+
+def redis_url() -> str:
+    url = os.environ.get("REDIS_URL", "").strip()
+    if not url:
+        raise ConfigurationError("REDIS_URL is not set (e.g. redis://127.0.0.1:6379/0)")
+    return url

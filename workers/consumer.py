@@ -1,0 +1,131 @@
+"""A consumer process's runtime: one ``SubscriptionRunner`` per subscription, one shared
+Redis connection pool and one event log."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterable
+
+import redis
+
+from workers import events as ev
+from workers import keys
+from workers.broker import Broker
+from workers.config import Limits, Model, Subscription, Timings
+from workers.errors import LockstepError
+from workers.events import EventLog, default_consumer_id
+from workers.handlers import import_handler
+from workers.message import Handler
+from workers.queue_worker import WorkerEnv
+from workers.rebalance import SubscriptionRunner
+
+log = logging.getLogger(__name__)
+
+
+class Consumer:
+    """Start with ``start()``, stop with ``stop()``. A subscription whose handler does not
+    import, or whose topic does not exist, is reported (log + ``handler_error`` event) and
+    skipped; the others run."""
+
+    def __init__(
+        self,
+        redis_url: str,
+        subscriptions: Iterable[Subscription],
+        *,
+        timings: Timings | None = None,
+        limits: Limits | None = None,
+        consumer_id: str | None = None,
+        events_enabled: bool = True,
+        handlers: dict[str, Handler] | None = None,
+    ) -> None:
+        self.timings = (timings or Timings.from_env()).validate()
+        limits = limits or Limits.from_env()
+        self.client = redis.Redis.from_url(redis_url, health_check_interval=30)
+        self.broker = Broker(self.client)
+        self.events = EventLog(self.client, enabled=events_enabled,
+                               flush_interval=self.timings.event_flush_interval,
+                               maxlen=limits.events_maxlen)
+        self.consumer_id = consumer_id or default_consumer_id()
+        self.subscriptions = list(subscriptions)
+        self._handlers = handlers or {}
+        self.runners: list[SubscriptionRunner] = []
+        self.errors: list[str] = []
+        self.started_at = time.time()
+        self._stopping = threading.Event()
+        self._info_thread = threading.Thread(target=self._info_loop, name="lockstep-info",
+                                             daemon=True)
+
+    def start(self) -> None:
+        self.events.start()
+        for sub in self.subscriptions:
+            try:
+                runner = SubscriptionRunner(self._env(sub))
+                runner.start()
+            except LockstepError as exc:
+                self._report(sub, str(exc))
+                continue
+            self.runners.append(runner)
+        self._publish_info()
+        self._info_thread.start()
+        self.events.emit(ev.CONSUMER_STARTED, consumer=self.consumer_id, details=self._info())
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stopping.set()
+        for runner in self.runners:
+            runner.stop(timeout)
+        self.events.emit(ev.CONSUMER_STOPPED, consumer=self.consumer_id)
+        self.events.stop()
+        self.client.delete(keys.consumer_info(self.consumer_id))
+        self.client.srem(keys.CONSUMERS, self.consumer_id)
+        self.client.close()
+
+    def _info_loop(self) -> None:
+        while not self._stopping.wait(self.timings.heartbeat_interval):
+            try:
+                self._publish_info()
+            except redis.RedisError:
+                log.warning("lockstep: cannot publish consumer info; retrying")
+
+    def _env(self, sub: Subscription) -> WorkerEnv:
+        handler = self._handlers.get(sub.handler) or import_handler(sub.handler)
+        offset_group = sub.group
+        if sub.model is Model.BROADCASTING:
+            name = sub.consumer_name or socket.gethostname()
+            offset_group = f"{sub.group}%bc%{name}"
+        return WorkerEnv(sub, self.broker, self.events, self.timings, self.consumer_id,
+                         handler, offset_group)
+
+    def _report(self, sub: Subscription, error: str) -> None:
+        log.error("lockstep: subscription %s/%s not started: %s", sub.group, sub.topic, error)
+        self.errors.append(error)
+        self.events.emit(ev.HANDLER_ERROR, topic=sub.topic, group=sub.group,
+                         consumer=self.consumer_id, details={"error": error,
+                                                             "handler": sub.handler})
+
+    def _info(self) -> dict[str, object]:
+        return {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "started_at": self.started_at,
+            "subscriptions": [
+                {"topic": r.env.sub.topic, "group": r.env.sub.group,
+                 "model": r.env.sub.model.value, "assigned": r.assigned}
+                for r in self.runners
+            ],
+        }
+
+    def _publish_info(self) -> None:
+        """This consumer's card (host, pid, assignment) for the dashboard; it expires when
+        the process stops refreshing it."""
+        info = self._info()
+        info["heartbeat_at"] = time.time()
+        ttl = max(5, int(self.timings.heartbeat_timeout * 2))
+        pipe = self.client.pipeline(transaction=False)
+        pipe.set(keys.consumer_info(self.consumer_id), json.dumps(info), ex=ttl)
+        pipe.sadd(keys.CONSUMERS, self.consumer_id)
+        pipe.execute()

@@ -1,0 +1,110 @@
+"""Read-only views of the runtime's state in Redis, for the dashboard and for tools.
+
+Everything here is read in a few pipelined round trips and returned as plain dicts, so
+callers can serialise it as JSON without knowing the key layout.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import redis
+
+from workers import keys
+from workers.topics import Topic, groups_of, list_topics
+
+
+def _redis_now_ms(client: redis.Redis) -> int:
+    seconds, micros = client.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def overview(client: redis.Redis) -> dict[str, Any]:
+    """``{"generated_at_ms", "topics": [{"name", "queue_count", "groups", "queues":
+    [{"queue", "max_offset", "groups": [{"group", "owner", "token", "lock_expires_in_ms",
+    "committed_offset", "lag", "time_lag_s"}]}]}]}``"""
+    now_ms = _redis_now_ms(client)
+    return {
+        "generated_at_ms": now_ms,
+        "topics": [_topic(client, t, now_ms) for t in list_topics(client)],
+    }
+
+
+def _topic(client: redis.Redis, topic: Topic, now_ms: int) -> dict[str, Any]:
+    groups = groups_of(client, topic.name)
+    pipe = client.pipeline(transaction=False)
+    for q in range(topic.queues):
+        pipe.get(keys.sequence(topic.name, q))
+        for g in groups:
+            pipe.hgetall(keys.lock(topic.name, q, g))
+            pipe.hgetall(keys.offset(topic.name, q, g))
+    replies = iter(pipe.execute())
+    queues = []
+    for q in range(topic.queues):
+        max_offset = int(next(replies) or 0)
+        queues.append({
+            "queue": q,
+            "max_offset": max_offset,
+            "groups": [_group_state(g, next(replies), next(replies), max_offset, now_ms)
+                       for g in groups],
+        })
+    _add_time_lag(client, topic.name, queues, now_ms)
+    return {"name": topic.name, "queue_count": topic.queues, "groups": groups,
+            "queues": queues}
+
+
+def _group_state(group: str, lock: dict[bytes, bytes], offset: dict[bytes, bytes],
+                 max_offset: int, now_ms: int) -> dict[str, Any]:
+    owner = lock.get(b"owner", b"").decode()
+    expires = int(lock.get(b"expires_at", b"0") or 0)
+    live = bool(owner) and expires > now_ms
+    committed = int(offset.get(b"committed", b"0") or 0)
+    return {
+        "group": group,
+        "owner": owner if live else None,
+        "token": int(lock.get(b"token", b"0") or 0),
+        "lock_expires_in_ms": expires - now_ms if live else None,
+        "lock_granted_at_ms": int(lock.get(b"granted_at", b"0") or 0) if live else None,
+        "committed_offset": committed,
+        "lag": max(0, max_offset - committed),
+        "time_lag_s": 0.0,
+    }
+
+
+def _add_time_lag(client: redis.Redis, topic: str, queues: list[dict[str, Any]],
+                  now_ms: int) -> None:
+    """Time lag = now - produce time of the oldest unconsumed message (0 when caught up)."""
+    wanted = [(q["queue"], g) for q in queues for g in q["groups"] if g["lag"] > 0]
+    if not wanted:
+        return
+    pipe = client.pipeline(transaction=False)
+    for queue, g in wanted:
+        pipe.xrange(keys.stream(topic, queue), min=f"{g['committed_offset']}-0", max="+",
+                    count=1)
+    for (_queue, g), entries in zip(wanted, pipe.execute(), strict=True):
+        if entries:
+            produced = int(entries[0][1].get(b"t", b"0") or 0)
+            g["time_lag_s"] = round(max(0, now_ms - produced) / 1000.0, 3) if produced else 0.0
+
+
+def consumers(client: redis.Redis) -> list[dict[str, Any]]:
+    """Live consumer instances with host, pid, heartbeat age and assignment."""
+    ids = sorted(m.decode() for m in client.smembers(keys.CONSUMERS))
+    if not ids:
+        return []
+    raw = client.mget([keys.consumer_info(i) for i in ids])
+    now_s = _redis_now_ms(client) / 1000.0
+    out = []
+    stale = []
+    for cid, blob in zip(ids, raw, strict=True):
+        if blob is None:
+            stale.append(cid)
+            continue
+        info = json.loads(blob)
+        info["id"] = cid
+        info["heartbeat_age_s"] = round(max(0.0, now_s - float(info.get("heartbeat_at", 0))), 3)
+        out.append(info)
+    if stale:
+        client.srem(keys.CONSUMERS, *stale)
+    return out

@@ -1,0 +1,34 @@
+-- Fenced move of one message to its group's dead-letter stream, with the offset commit
+-- that follows it, in one step: the message is either dead-lettered and committed past,
+-- or neither.
+-- KEYS[1]: the lock hash          (ls:{topic:queue}:lock:<group>)
+-- KEYS[2]: the offset hash        (ls:{topic:queue}:offset:<group>)
+-- KEYS[3]: the dead-letter stream (ls:{topic:queue}:dlq:<group>)
+-- ARGV[1]: consumer id
+-- ARGV[2]: fencing token ('' = unfenced, broadcasting model)
+-- ARGV[3]: new committed offset
+-- ARGV[4]: completed offsets above it ('' when none)
+-- ARGV[5..]: field/value pairs of the dead-letter entry
+-- Returns: {1, token, dlq_entry_id} on success, {0, token} when fenced out,
+--          {-1, token} when the lock expired.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local token = 0
+if ARGV[2] ~= '' then
+  local owner = redis.call('HGET', KEYS[1], 'owner')
+  token = tonumber(redis.call('HGET', KEYS[1], 'token') or '0')
+  if owner ~= ARGV[1] or token ~= tonumber(ARGV[2]) then
+    return {0, token}
+  end
+  if tonumber(redis.call('HGET', KEYS[1], 'expires_at') or '0') <= now then
+    return {-1, token}
+  end
+end
+local fields = {}
+for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
+fields[#fields + 1] = 'dead_at'
+fields[#fields + 1] = now
+local id = redis.call('XADD', KEYS[3], '*', unpack(fields))
+redis.call('HSET', KEYS[2], 'committed', ARGV[3], 'completed', ARGV[4],
+  'token', token, 'updated_at', now)
+return {1, token, id}

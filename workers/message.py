@@ -1,0 +1,84 @@
+"""What a handler receives and returns."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from workers.config import clamp_suspend
+
+
+class ConsumeStatus(StrEnum):
+    SUCCESS = "SUCCESS"
+    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+
+
+@dataclass
+class Message:
+    topic: str
+    queue: int
+    offset: int
+    key: str
+    body: bytes
+    headers: dict[str, Any]
+    produced_at: float  # seconds since the epoch, Redis clock at append time
+    reconsume_times: int = 0
+
+
+@dataclass
+class ConsumeContext:
+    """Passed to the handler with each batch. ``suspend_ms`` may be set by the handler to
+    choose how long the queue pauses if this attempt suspends (clamped to 10 ms .. 30 s)."""
+
+    topic: str
+    group: str
+    queue: int
+    consumer_id: str
+    token: int
+    suspend_ms: int
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    def set_suspend_ms(self, ms: int) -> None:
+        self.suspend_ms = int(ms)
+
+    @property
+    def suspend_seconds(self) -> float:
+        return clamp_suspend(self.suspend_ms / 1000.0)
+
+
+Handler = Callable[[Sequence[Message], ConsumeContext], ConsumeStatus]
+
+
+class MalformedEntry(Exception):
+    """A stream entry that cannot be decoded into a Message."""
+
+    def __init__(self, offset: int, reason: str, raw: dict[bytes, bytes]):
+        super().__init__(reason)
+        self.offset = offset
+        self.reason = reason
+        self.raw = raw
+
+
+def parse_offset(entry_id: bytes | str) -> int:
+    text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+    return int(text.split("-", 1)[0])
+
+
+def decode_entry(topic: str, queue: int, entry_id: bytes, fields: dict[bytes, bytes]) -> Message:
+    """Decode a stream entry; raise ``MalformedEntry`` with the reason when it is not ours."""
+    offset = parse_offset(entry_id)
+    try:
+        key = fields[b"k"].decode("utf-8")
+        body = fields[b"b"]
+        headers = json.loads(fields.get(b"h", b"{}") or b"{}")
+        produced_ms = int(fields[b"t"])
+    except KeyError as exc:
+        raise MalformedEntry(offset, f"missing field {exc.args[0]!r}", fields) from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise MalformedEntry(offset, f"undecodable entry: {exc}", fields) from None
+    if not isinstance(headers, dict):
+        raise MalformedEntry(offset, "headers are not a JSON object", fields)
+    return Message(topic, queue, offset, key, body, headers, produced_ms / 1000.0)

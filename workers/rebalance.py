@@ -1,0 +1,204 @@
+"""One subscription's control loop: heartbeats, rebalance and lock renewal
+(RocketMQ's ``RebalanceService`` + ``RebalanceLockManager`` client side).
+
+Contract:
+- Rebalance runs every ``rebalance_interval``, at once when the live membership changes,
+  and every membership poll while an assigned queue is not yet running (so a queue
+  released by its previous owner is picked up within one poll, not one interval).
+- A newly assigned queue starts only after its lock is granted; the worker then reads the
+  stored offset.
+- A queue no longer assigned is dropped: its worker finishes the batch in progress,
+  commits, and only then unlocks.
+- All held locks are renewed every ``lock_renew_interval``; a refused renewal stops the
+  worker (lock lost), a renewal that comes back as a new grant restarts it from the store.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from workers import events as ev
+from workers.allocation import AllocationStrategy, AverageAllocation
+from workers.config import Model
+from workers.errors import UnknownTopicError
+from workers.queue_worker import QueueWorker, WorkerEnv
+from workers.topics import get_topic, register_group
+
+log = logging.getLogger(__name__)
+
+
+class SubscriptionRunner:
+    def __init__(self, env: WorkerEnv, strategy: AllocationStrategy | None = None) -> None:
+        self.env = env
+        self.strategy = strategy or AverageAllocation()
+        self.workers: dict[int, QueueWorker] = {}
+        self.retiring: dict[int, QueueWorker] = {}
+        self.members: list[str] = []
+        self.assigned: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"lockstep-rebalance-{env.sub.topic}", daemon=True
+        )
+        self._queue_count = 0
+        self._reported_missing = False
+
+    @property
+    def sub_key(self) -> str:
+        return f"{self.env.sub.group}/{self.env.sub.topic}"
+
+    def start(self) -> None:
+        """Start the control loop. An unknown topic is reported once and waited for, so
+        a worker may start before the topic is created."""
+        self._thread.start()
+
+    def _topic_ready(self) -> bool:
+        if self._queue_count:
+            return True
+        client = self.env.broker.client
+        try:
+            self._queue_count = get_topic(client, self.env.sub.topic).queues
+        except UnknownTopicError as exc:
+            if not self._reported_missing:
+                self._reported_missing = True
+                log.error("lockstep: %s; subscription %s waits for it", exc, self.sub_key)
+                self.env.events.emit(ev.HANDLER_ERROR, topic=self.env.sub.topic,
+                                     group=self.env.sub.group, consumer=self.env.consumer_id,
+                                     details={"error": str(exc)})
+            return False
+        register_group(client, self.env.sub.topic, self.env.sub.group)
+        return True
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Drop every queue (each finishes its batch, commits, unlocks), then leave."""
+        self._stop.set()
+        self._thread.join(timeout)
+        for worker in list(self.workers.values()) + list(self.retiring.values()):
+            worker.drop("shutdown")
+        deadline = time.monotonic() + timeout
+        for worker in list(self.workers.values()) + list(self.retiring.values()):
+            worker.join(max(0.0, deadline - time.monotonic()))
+        if self.env.sub.model is Model.CLUSTERING:
+            self.env.broker.leave(self.env.sub.group, self.env.sub.topic, self.env.consumer_id)
+
+    # -- loop --------------------------------------------------------------------------
+    def _run(self) -> None:
+        t = self.env.timings
+        next_heartbeat = next_rebalance = next_renew = 0.0
+        while not self._stop.is_set():
+            now = time.monotonic()
+            try:
+                if not self._topic_ready():
+                    pass
+                elif self.env.sub.model is Model.BROADCASTING:
+                    self._ensure_broadcast_workers()
+                else:
+                    beat = now >= next_heartbeat
+                    members = self._members(heartbeat=beat)
+                    if beat:
+                        next_heartbeat = now + t.heartbeat_interval
+                    if now >= next_renew:
+                        self._renew_all()
+                        next_renew = now + t.lock_renew_interval
+                    self._reap()
+                    if members != self.members or now >= next_rebalance or self._pending():
+                        self._rebalance(members)
+                        next_rebalance = now + t.rebalance_interval
+            except Exception:
+                # Redis unavailable or a bug: keep the loop alive; locks age out on their
+                # own, and workers stop invoking handlers when their lock goes stale.
+                log.exception("rebalance loop of %s failed; retrying", self.sub_key)
+            self._stop.wait(t.membership_poll)
+
+    def _members(self, *, heartbeat: bool) -> list[str]:
+        env = self.env
+        return env.broker.heartbeat(env.sub.group, env.sub.topic,
+                                    env.consumer_id if heartbeat else "",
+                                    env.timings.heartbeat_timeout)
+
+    def _pending(self) -> bool:
+        return any(q not in self.workers for q in self.assigned)
+
+    def _reap(self) -> None:
+        """Forget workers whose loop ended (fenced, lock lost, crashed, released)."""
+        for q, w in list(self.workers.items()):
+            if not w.alive:
+                del self.workers[q]
+        for q, w in list(self.retiring.items()):
+            if not w.alive:
+                del self.retiring[q]
+
+    def _rebalance(self, members: list[str]) -> None:
+        env = self.env
+        queues = list(range(self._queue_count))
+        new = self.strategy.allocate(queues, members, env.consumer_id)
+        old = self.assigned
+        self.members = members
+        self.assigned = new
+        for q in [q for q in self.workers if q not in new]:
+            worker = self.workers.pop(q)
+            worker.drop("rebalance")
+            self.retiring[q] = worker
+        startable = [q for q in new if q not in self.workers and q not in self.retiring]
+        started_at = time.monotonic()
+        grants = env.broker.lock_batch(env.sub.topic, env.sub.group, startable,
+                                       env.consumer_id, env.timings.lock_ttl)
+        for grant in grants:
+            if grant.token:
+                self._start_worker(grant.queue, grant.token, started_at)
+        if new != old:
+            env.events.emit(ev.REBALANCE, topic=env.sub.topic, group=env.sub.group,
+                            consumer=env.consumer_id, details={
+                                "old": old, "new": new, "members": members,
+                                "refused": [g.queue for g in grants if not g.token],
+                            })
+
+    def _start_worker(self, queue: int, token: int, locked_at: float) -> None:
+        worker = QueueWorker(self.env, queue, token)
+        worker.renewed(locked_at)
+        self.workers[queue] = worker
+        self.env.events.emit(ev.LOCK_ACQUIRED, topic=self.env.sub.topic,
+                             group=self.env.sub.group, queue=queue, token=token,
+                             consumer=self.env.consumer_id)
+        worker.start()
+
+    def _renew_all(self) -> None:
+        """RocketMQ's ``lockAll``: renew every held queue in one round trip."""
+        env = self.env
+        held = [q for q, w in self.workers.items() if not w.dropped]
+        if not held:
+            return
+        sent_at = time.monotonic()
+        for grant in env.broker.lock_batch(env.sub.topic, env.sub.group, held,
+                                           env.consumer_id, env.timings.lock_ttl):
+            worker = self.workers[grant.queue]
+            if grant.token and not grant.new and grant.token == worker.token:
+                worker.renewed(sent_at)
+                continue
+            self._lost(worker, grant.token)
+
+    def _lost(self, worker: QueueWorker, new_token: int) -> None:
+        """The broker no longer has our grant. Stop the worker without unlocking (the lock
+        is not ours, or was re-granted with a new token that we must start over with)."""
+        env = self.env
+        env.events.emit(ev.LOCK_LOST if not new_token else ev.LOCK_RENEW_FAILED,
+                        topic=env.sub.topic, group=env.sub.group, queue=worker.queue,
+                        token=worker.token, consumer=env.consumer_id,
+                        details={"new_token": new_token})
+        worker.drop("lock lost", release_lock=False)
+        # A re-grant to us carries a new token the old worker must not use: release it
+        # and let the next rebalance lock afresh once the old worker has finished.
+        if new_token:
+            env.broker.unlock(env.sub.topic, env.sub.group, worker.queue,
+                              env.consumer_id, new_token)
+        self.retiring[worker.queue] = self.workers.pop(worker.queue)
+
+    # -- broadcasting ------------------------------------------------------------------
+    def _ensure_broadcast_workers(self) -> None:
+        for q in range(self._queue_count):
+            if q not in self.workers or not self.workers[q].alive:
+                worker = QueueWorker(self.env, q, None)
+                self.workers[q] = worker
+                worker.start()
+        self.assigned = list(range(self._queue_count))
