@@ -22,9 +22,11 @@ SECRET_KEY = env_str("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG and env_bool("LOCKSTEP_REQUIRE_SECRET_KEY", False):
         raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set")
-    SECRET_KEY = "lockstep-insecure-development-key-change-me"  # noqa: S105
-ALLOWED_HOSTS = [h.strip() for h in env_str("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
-                 if h.strip()]
+    SECRET_KEY = "lockstep-insecure-development-key-change-me"
+ALLOWED_HOSTS = [
+    h.strip() for h in env_str("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
+    if h.strip()
+]
 
 INSTALLED_APPS = [
     "daphne",
@@ -137,7 +139,9 @@ except ConfigurationError as exc:
 LOCKSTEP_EVENT_RETENTION_DAYS = env_int("LOCKSTEP_EVENT_RETENTION_DAYS", 7, minimum=1)
 LOCKSTEP_PUSH_INTERVAL = env_float("LOCKSTEP_PUSH_INTERVAL", 0.5, minimum=0.05)
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
-LOCKSTEP_ANALYTICS_DIR = Path(env_str("LOCKSTEP_ANALYTICS_DIR", str(BASE_DIR / "var" / "analytics")))
+LOCKSTEP_ANALYTICS_DIR = Path(
+    env_str("LOCKSTEP_ANALYTICS_DIR", str(BASE_DIR / "var" / "analytics"))
+)
 
 LOGGING = {
     "version": 1,

@@ -34,7 +34,7 @@ def configured_subscriptions() -> list[Subscription]:
 
 
 class LockstepConsumers(bootsteps.StartStopStep):
-    requires = {"celery.worker.components:Pool"}
+    requires = ("celery.worker.components:Pool",)
 
     def __init__(self, parent: Any, **kwargs: Any) -> None:
         super().__init__(parent, **kwargs)

@@ -12,6 +12,7 @@ import redis
 
 from workers import keys
 from workers.message import Message
+from workers.redis_types import as_bytes, entries, xread_entries
 from workers.scripts import script
 
 
@@ -79,7 +80,7 @@ class Broker:
         raw = self.client.hgetall(keys.offset(topic, queue, group))
         return StoredOffset(
             committed=int(raw.get(b"committed", b"0")),
-            completed=raw.get(b"completed", b"").decode(),
+            completed=as_bytes(raw.get(b"completed", b"")).decode(),
             token=int(raw.get(b"token", b"0") or 0),
             updated_at_ms=int(raw.get(b"updated_at", b"0") or 0),
         )
@@ -126,7 +127,7 @@ class Broker:
         reply = self._heartbeat(
             keys=[keys.registry(group, topic)], args=[member, int(timeout_s * 1000)]
         )
-        return [m.decode() for m in reply[1:]]
+        return [as_bytes(m).decode() for m in reply[1:]]
 
     def leave(self, group: str, topic: str, member: str) -> None:
         self.client.zrem(keys.registry(group, topic), member)
@@ -140,12 +141,12 @@ class Broker:
         there are none yet."""
         c = client or self.client
         stream = keys.stream(topic, queue)
-        entries = c.xrange(stream, min=f"{offset}-0", max="+", count=count)
-        if entries or block_s <= 0:
-            return list(entries)
+        found = entries(c.xrange(stream, min=f"{offset}-0", max="+", count=count))
+        if found or block_s <= 0:
+            return found
         last_id = f"{offset - 1}-1" if offset > 0 else "0-0"
         reply = c.xread({stream: last_id}, count=count, block=max(1, int(block_s * 1000)))
-        return list(reply[0][1]) if reply else []
+        return xread_entries(reply)
 
     def max_offset(self, topic: str, queue: int) -> int:
         """The next offset to be produced (RocketMQ's maxOffset): lag = this - committed."""

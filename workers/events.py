@@ -55,8 +55,8 @@ class Event:
     consumer: str = ""
     details: dict[str, Any] = field(default_factory=dict)
 
-    def fields(self) -> dict[str, str | int]:
-        out: dict[str, str | int] = {"type": self.type, "ts": self.ts_ms}
+    def fields(self) -> dict[Any, Any]:
+        out: dict[Any, Any] = {"type": self.type, "ts": self.ts_ms}
         if self.topic:
             out["topic"] = self.topic
         if self.group:
@@ -99,7 +99,7 @@ def decode_event(entry_id: bytes, raw: dict[bytes, bytes]) -> dict[str, Any]:
 
 def _int_or_none(value: str | None) -> int | None:
     try:
-        return int(value) if value not in (None, "") else None
+        return int(value) if value else None
     except ValueError:
         return None
 

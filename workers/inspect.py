@@ -12,6 +12,7 @@ from typing import Any
 import redis
 
 from workers import keys
+from workers.redis_types import as_bytes
 from workers.topics import Topic, groups_of, list_topics
 
 
@@ -90,7 +91,7 @@ def _add_time_lag(client: redis.Redis, topic: str, queues: list[dict[str, Any]],
 
 def consumers(client: redis.Redis) -> list[dict[str, Any]]:
     """Live consumer instances with host, pid, heartbeat age and assignment."""
-    ids = sorted(m.decode() for m in client.smembers(keys.CONSUMERS))
+    ids = sorted(as_bytes(m).decode() for m in client.smembers(keys.CONSUMERS))
     if not ids:
         return []
     raw = client.mget([keys.consumer_info(i) for i in ids])

@@ -307,6 +307,10 @@ class QueueWorker:
 
 
 def _status_of(result: object) -> tuple[ConsumeStatus, str]:
+    if result is ConsumeStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT:
+        # A handler asking to suspend raised nothing, but consume_failed events and dead
+        # letters still need a reason an operator can read (an empty one reads as a bug).
+        return result, f"handler returned {result.value}"
     if isinstance(result, ConsumeStatus):
         return result, ""
     if isinstance(result, str):

@@ -10,6 +10,7 @@ import redis
 
 from workers import keys
 from workers.errors import ConfigurationError, UnknownTopicError
+from workers.redis_types import as_bytes
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-%]{1,128}$")
 MAX_QUEUES = 1024
@@ -63,7 +64,7 @@ def get_topic(client: redis.Redis, name: str) -> Topic:
 
 
 def list_topics(client: redis.Redis) -> list[Topic]:
-    names = sorted(n.decode() for n in client.smembers(keys.TOPICS))
+    names = sorted(as_bytes(n).decode() for n in client.smembers(keys.TOPICS))
     return [get_topic(client, n) for n in names]
 
 
@@ -72,4 +73,4 @@ def register_group(client: redis.Redis, topic: str, group: str) -> None:
 
 
 def groups_of(client: redis.Redis, topic: str) -> list[str]:
-    return sorted(g.decode() for g in client.smembers(keys.groups_of_topic(topic)))
+    return sorted(as_bytes(g).decode() for g in client.smembers(keys.groups_of_topic(topic)))

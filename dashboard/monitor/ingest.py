@@ -24,6 +24,7 @@ from dashboard.monitor.models import Event, IngestCursor
 from workers import keys
 from workers.events import decode_event
 from workers.inspect import overview
+from workers.redis_types import xread_entries
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ class Ingester:
         """Read and store one batch after the cursor; returns how many entries were read."""
         last_id = read_cursor()
         reply = self.client.xread({keys.EVENTS: last_id}, count=self.batch, block=block_ms)
-        entries = list(reply[0][1]) if reply else []
+        entries = xread_entries(reply)
         if entries:
             self.stored += store_batch(entries)
             self._dirty = True

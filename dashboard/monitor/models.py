@@ -21,11 +21,11 @@ class Event(models.Model):
     details = models.JSONField(default=dict, blank=True)
 
     class Meta:
-        indexes = [
+        indexes = (
             models.Index(fields=["topic", "queue", "ts"]),
             models.Index(fields=["topic", "key"]),
-        ]
-        ordering = ["-id"]
+        )
+        ordering = ("-id",)
 
     def __str__(self) -> str:
         return f"{self.stream_id} {self.type} {self.topic}/{self.queue}"

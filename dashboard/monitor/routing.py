@@ -1,7 +1,8 @@
 from django.urls import path
 
 from dashboard.monitor.consumers import OverviewConsumer
+from dashboard.monitor.views import OVERVIEW_SOCKET_PATH
 
 websocket_urlpatterns = [
-    path("ws/overview/", OverviewConsumer.as_asgi()),
+    path(OVERVIEW_SOCKET_PATH.lstrip("/"), OverviewConsumer.as_asgi()),
 ]

@@ -12,6 +12,7 @@ from dashboard.monitor.models import Event
 from dashboard.monitor.redis_conn import get_redis
 from workers import events as ev
 from workers import keys
+from workers.config import Limits
 from workers.inspect import overview
 
 
@@ -22,6 +23,7 @@ def sample_lag() -> int:
     client = get_redis()
     snapshot = overview(client)
     pipe = client.pipeline(transaction=False)
+    maxlen = Limits.from_env().events_maxlen
     count = 0
     for topic in snapshot["topics"]:
         for q in topic["queues"]:
@@ -33,7 +35,7 @@ def sample_lag() -> int:
                                      "lag": g["lag"], "time_lag_s": g["time_lag_s"],
                                      "owner": g["owner"] or "",
                                  })
-                pipe.xadd(keys.EVENTS, event.fields(), maxlen=1_000_000, approximate=True)
+                pipe.xadd(keys.EVENTS, event.fields(), maxlen=maxlen, approximate=True)
                 count += 1
     pipe.execute()
     return count

@@ -1,3 +1,8 @@
-from django.urls import URLPattern
+from django.urls import path
 
-urlpatterns: list[URLPattern] = []
+from dashboard.reports import views
+
+urlpatterns = [
+    path("analytics/", views.lag_report_page, name="lag-report"),
+    path("api/v1/analytics/lag", views.lag_report_api, name="api-lag-report"),
+]

@@ -4,6 +4,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.test import Client
+from pyspark.sql import SparkSession
+
+from analytics.session import build_session
 
 
 @pytest.fixture(autouse=True)
@@ -17,3 +21,31 @@ def dashboard_redis(redis_url: str, settings: Any) -> Iterator[str]:
         }
     }
     yield redis_url
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """One real local Spark for the whole run: starting a JVM costs seconds, and
+    ``run_analytics`` reuses this active session instead of starting its own."""
+    session = build_session("local[1]", "lockstep-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(autouse=True)
+def analytics_dir(settings: Any, tmp_path: Any) -> Any:
+    """Exports go to a per-test directory, never to the project's var/."""
+    settings.LOCKSTEP_ANALYTICS_DIR = tmp_path / "analytics"
+    return settings.LOCKSTEP_ANALYTICS_DIR
+
+
+@pytest.fixture
+def viewer(django_user_model: Any) -> Any:
+    """A logged-in operator who may look at reports."""
+    return django_user_model.objects.create_user("vera", password="not-a-secret-1")
+
+
+@pytest.fixture
+def viewer_client(client: Client, viewer: Any) -> Client:
+    client.force_login(viewer)
+    return client

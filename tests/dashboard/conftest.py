@@ -4,6 +4,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
+
+VIEWER_PASSWORD = "viewer-password-1"
 
 
 @pytest.fixture(autouse=True)
@@ -17,3 +20,9 @@ def dashboard_redis(redis_url: str, settings: Any) -> Iterator[str]:
         }
     }
     yield redis_url
+
+
+@pytest.fixture
+def viewer(django_user_model: type[User]) -> User:
+    """A signed-up user without staff rights: may look at every page, change nothing."""
+    return django_user_model.objects.create_user("viewer", password=VIEWER_PASSWORD)

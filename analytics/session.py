@@ -1,0 +1,67 @@
+"""Building (or reusing) the SparkSession the job runs in."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from pyspark.sql import SparkSession
+
+# One night of events is ~10^5 rows: Spark's default of 200 shuffle partitions would
+# spend more time scheduling empty tasks than computing. A cluster run may pass more.
+DEFAULT_SHUFFLE_PARTITIONS = 4
+# Only takes effect when this process launches the JVM (local mode, i.e. the default);
+# on a cluster the driver is already running and its memory is set there.
+DEFAULT_DRIVER_MEMORY = "1g"
+
+# Py4J logs every gateway connection at INFO; under a root logger at INFO (Django's
+# default here) that floods worker logs, and at interpreter exit it writes to closed streams.
+logging.getLogger("py4j").setLevel(logging.WARNING)
+
+
+def build_session(
+    master: str,
+    app_name: str = "lockstep-analytics",
+    *,
+    shuffle_partitions: int = DEFAULT_SHUFFLE_PARTITIONS,
+    driver_memory: str = DEFAULT_DRIVER_MEMORY,
+) -> SparkSession:
+    """Return the active SparkSession if there is one, else start one on ``master``.
+
+    Spark allows one SparkContext per process, so an active session wins over the
+    arguments (its master is ``session.sparkContext.master``); that is what lets tests
+    and a long-lived worker share one JVM instead of paying start-up per run.
+    """
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    session = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        # A batch job inside a Celery worker: nobody watches a UI, and its port would
+        # collide between workers on one host.
+        .config("spark.ui.enabled", "false")
+        # The progress bar would be interleaved with the command's report on stdout.
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.driver.memory", driver_memory)
+        # Times are epoch milliseconds; pin the zone so any rendering is host-independent.
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+@contextmanager
+def spark_session(master: str, app_name: str = "lockstep-analytics") -> Iterator[SparkSession]:
+    """A session for one run: reuses an active one (left running), or starts one and stops
+    it afterwards so a worker process does not keep an idle JVM between nightly runs."""
+    existing = SparkSession.getActiveSession()
+    session = existing if existing is not None else build_session(master, app_name)
+    try:
+        yield session
+    finally:
+        if existing is None:
+            session.stop()

@@ -1,0 +1,335 @@
+// Overview page: keeps the queue table live.
+//
+// The socket carries hints: {"type": "overview", "seq": n, "data": snapshot}. seq 0 is the
+// fresh snapshot the server sends on connect; after it, the ingester's pushes count up by
+// one. A gap (or a seq that goes backwards: the ingester restarted) or a reconnect means
+// hints may have been lost, so the page re-reads GET /api/v1/overview, the source of
+// truth, and renders that. Every snapshot carries generated_at_ms (Redis clock): an older
+// snapshot never overwrites a newer one, whichever path it came by.
+(function () {
+  "use strict";
+
+  const root = document.getElementById("overview");
+  if (!root) return;
+
+  // Reconnect backoff doubles from 0.5 s to 10 s: a restarted server is found within a
+  // second or two, and a long outage costs one attempt every 10 s.
+  const BACKOFF_MIN_MS = 500;
+  const BACKOFF_MAX_MS = 10000;
+  // The ingester pushes at least every 2 s (IDLE_PUSH_SECONDS); three missed pushes mean
+  // it is not running, so the page says so and falls back to re-reading the JSON view.
+  const STALE_AFTER_MS = 6000;
+  // Row colours: a queue is "mid" once it is 100 messages or 10 s behind, "high" at
+  // 1000 messages or a minute, the point where an operator should look at it now.
+  const LAG_MID = { offsets: 100, seconds: 10 };
+  const LAG_HIGH = { offsets: 1000, seconds: 60 };
+
+  const apiUrl = root.dataset.apiUrl;
+  const socketPath = root.dataset.socketPath;
+  const loginUrl = root.dataset.loginUrl;
+  const topicsEl = document.getElementById("topics");
+  const emptyEl = document.getElementById("no-topics");
+  const statusEl = document.getElementById("live-status");
+  const statusLabel = statusEl.querySelector(".label");
+  const updatedEl = document.getElementById("updated-at");
+  const numberFormat = new Intl.NumberFormat("en-US");
+
+  // ---- rendering ---------------------------------------------------------------------
+
+  let newestMs = 0;
+  let painted = false;
+
+  function render(data) {
+    if (!data || !Array.isArray(data.topics)) return;
+    const generated = Number(data.generated_at_ms) || 0;
+    if (generated < newestMs) return;
+    newestMs = generated;
+    const sections = new Map();
+    for (const section of topicsEl.querySelectorAll(":scope > section.topic")) {
+      sections.set(section.dataset.topic, section);
+    }
+    data.topics.forEach(function (topic, index) {
+      let section = sections.get(topic.name);
+      if (section) {
+        sections.delete(topic.name);
+      } else {
+        section = createSection(topic.name);
+      }
+      renderTopic(section, topic);
+      placeAt(topicsEl, section, index);
+    });
+    for (const gone of sections.values()) gone.remove();
+    emptyEl.hidden = data.topics.length > 0;
+    if (generated) updatedEl.textContent = "updated " + new Date(generated).toLocaleTimeString();
+    painted = true;
+  }
+
+  function placeAt(parent, child, index) {
+    if (parent.children[index] !== child) parent.insertBefore(child, parent.children[index] || null);
+  }
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function createSection(name) {
+    const section = el("section", "topic");
+    section.dataset.topic = name;
+    const head = el("header", "topic-head");
+    head.append(el("h2", "", name), el("span", "topic-meta"), el("ul", "group-totals"));
+    const table = el("table", "queues");
+    const headRow = el("tr");
+    [["Queue", "num"], ["Max offset", "num"], ["Group", ""], ["Lock holder", ""],
+      ["Token", "num"], ["Committed", "num"], ["Lag", "num"], ["Time lag", "num"]]
+      .forEach(function (col) { headRow.append(el("th", col[1], col[0])); });
+    table.append(el("thead"), el("tbody"));
+    table.tHead.append(headRow);
+    section.append(head, table);
+    return section;
+  }
+
+  function renderTopic(section, topic) {
+    section.querySelector(".topic-meta").textContent = topic.queue_count + " queues";
+    renderGroupTotals(section.querySelector(".group-totals"), topic);
+    const tbody = section.querySelector("tbody");
+    const rows = new Map();
+    for (const row of tbody.querySelectorAll(":scope > tr.queue-row")) {
+      rows.set(row.dataset.queue + "|" + row.dataset.group, row);
+    }
+    let index = 0;
+    for (const q of topic.queues) {
+      const groups = q.groups.length ? q.groups : [null];
+      for (const g of groups) {
+        const key = q.queue + "|" + (g ? g.group : "");
+        let row = rows.get(key);
+        if (row) rows.delete(key); else row = createRow(topic.name, q.queue, g);
+        renderRow(row, q, g);
+        placeAt(tbody, row, index++);
+      }
+    }
+    for (const gone of rows.values()) gone.remove();
+  }
+
+  function renderGroupTotals(list, topic) {
+    list.replaceChildren();
+    for (const group of topic.groups) {
+      let lag = 0;
+      for (const q of topic.queues) {
+        for (const g of q.groups) if (g.group === group) lag += g.lag;
+      }
+      const item = el("li", "group-total lag-" + lagLevel(lag, 0));
+      item.dataset.group = group;
+      item.dataset.lag = String(lag);
+      item.append(el("span", "name", group), el("span", "value", "lag " + numberFormat.format(lag)));
+      list.append(item);
+    }
+  }
+
+  function createRow(topicName, queue, g) {
+    const row = el("tr", "queue-row");
+    row.dataset.topic = topicName;
+    row.dataset.queue = String(queue);
+    row.dataset.group = g ? g.group : "";
+    row.append(el("td", "queue num", String(queue)), el("td", "max-offset num"));
+    if (!g) {
+      const none = el("td", "group none", "no consumer group yet");
+      none.colSpan = 6;
+      row.append(none);
+      return row;
+    }
+    row.append(el("td", "group", g.group), el("td", "owner"), el("td", "token num"),
+      el("td", "committed num"), el("td", "lag num"), el("td", "time-lag num"));
+    return row;
+  }
+
+  function renderRow(row, q, g) {
+    setNumber(row.querySelector(".max-offset"), q.max_offset, numberFormat.format(q.max_offset));
+    const level = g ? lagLevel(g.lag, g.time_lag_s) : "none";
+    row.dataset.lagLevel = level;
+    row.classList.remove("lag-none", "lag-low", "lag-mid", "lag-high");
+    row.classList.add("lag-" + level);
+    if (!g) return;
+    const owner = row.querySelector(".owner");
+    const holder = g.owner || "";
+    if (owner.dataset.owner !== holder || owner.textContent === "") {
+      owner.dataset.owner = holder;
+      owner.textContent = holder || "—";
+      owner.title = holder ? "lock expires in " + Math.round((g.lock_expires_in_ms || 0) / 1000)
+        + " s" : "no consumer holds this queue";
+      owner.classList.toggle("unowned", !holder);
+      if (painted) flash(owner);
+    }
+    setNumber(row.querySelector(".token"), g.token, String(g.token));
+    setNumber(row.querySelector(".committed"), g.committed_offset,
+      numberFormat.format(g.committed_offset));
+    setNumber(row.querySelector(".lag"), g.lag, numberFormat.format(g.lag));
+    setNumber(row.querySelector(".time-lag"), g.time_lag_s, formatSeconds(g.time_lag_s));
+  }
+
+  function setNumber(cell, value, text) {
+    if (cell.textContent === text && cell.dataset.value === String(value)) return;
+    const changed = cell.dataset.value !== undefined && cell.dataset.value !== String(value);
+    cell.dataset.value = String(value);
+    cell.textContent = text;
+    if (changed && painted) flash(cell);
+  }
+
+  function flash(cell) {
+    cell.classList.remove("changed");
+    void cell.offsetWidth; // restart the CSS animation
+    cell.classList.add("changed");
+  }
+
+  function lagLevel(lag, seconds) {
+    if (lag <= 0) return "none";
+    if (lag >= LAG_HIGH.offsets || seconds >= LAG_HIGH.seconds) return "high";
+    if (lag >= LAG_MID.offsets || seconds >= LAG_MID.seconds) return "mid";
+    return "low";
+  }
+
+  function formatSeconds(s) {
+    if (!s) return "0 s";
+    if (s < 60) return s.toFixed(1) + " s";
+    if (s < 3600) return Math.floor(s / 60) + " m " + Math.floor(s % 60) + " s";
+    return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " m";
+  }
+
+  // ---- status indicator ----------------------------------------------------------------
+
+  function setState(state, text, title) {
+    statusEl.dataset.state = state;
+    statusLabel.textContent = text;
+    if (title) statusEl.title = title;
+  }
+
+  function signedOut() {
+    stopped = true;
+    clearTimeout(retryTimer);
+    if (socket) socket.close();
+    setState("signed-out", "", "Your session ended");
+    const link = el("a", "", "signed out — log in again");
+    link.href = loginUrl;
+    statusLabel.replaceChildren(link);
+  }
+
+  // ---- the JSON view (source of truth) -------------------------------------------------
+
+  let resyncing = null;
+
+  function resync() {
+    if (resyncing) return resyncing;
+    resyncing = fetch(apiUrl, {
+      headers: { Accept: "application/json" }, credentials: "same-origin", cache: "no-store",
+    })
+      .then(function (response) {
+        if (response.status === 401) { signedOut(); return null; }
+        if (!response.ok) throw new Error("overview API answered " + response.status);
+        return response.json();
+      })
+      .then(function (data) { if (data) render(data); })
+      // The server may be down; the next hint, reconnect or stale check tries again.
+      .catch(function () {})
+      .finally(function () { resyncing = null; });
+    return resyncing;
+  }
+
+  // ---- the socket (hints) --------------------------------------------------------------
+
+  let socket = null;
+  let stopped = false;
+  let everOpened = false;
+  let lastSeq = null;
+  let backoffMs = BACKOFF_MIN_MS;
+  let retryTimer = null;
+  let lastHintAt = 0;
+  let lastStaleResync = 0;
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    const ws = new WebSocket(scheme + location.host + socketPath);
+    let opened = false;
+    socket = ws;
+    ws.onopen = function () {
+      opened = true;
+      backoffMs = BACKOFF_MIN_MS;
+      lastSeq = null;
+      lastHintAt = Date.now();
+      setState("live", "live", "Live updates over a WebSocket");
+      // Hints sent while we were away are gone: read the whole state again.
+      if (everOpened) resync();
+      everOpened = true;
+    };
+    ws.onmessage = function (event) {
+      let message;
+      try { message = JSON.parse(event.data); } catch (e) { return; }
+      onHint(message);
+    };
+    ws.onclose = function () {
+      if (socket === ws) socket = null;
+      if (stopped) return;
+      // A refused handshake looks like any failed connect; the JSON view tells a
+      // signed-out session (401) apart from a server that is down.
+      if (!opened) resync();
+      scheduleReconnect();
+    };
+  }
+
+  function scheduleReconnect() {
+    if (stopped) return;
+    setState("reconnecting", "reconnecting",
+      "Connection lost; retrying in " + (backoffMs / 1000).toFixed(1) + " s");
+    clearTimeout(retryTimer);
+    retryTimer = setTimeout(connect, backoffMs);
+    backoffMs = Math.min(backoffMs * 2, BACKOFF_MAX_MS);
+  }
+
+  function onHint(message) {
+    if (!message || message.type !== "overview") return;
+    lastHintAt = Date.now();
+    if (statusEl.dataset.state === "stale") setState("live", "live", "Live updates over a WebSocket");
+    const seq = Number(message.seq);
+    root.dataset.seq = String(seq);
+    if (seq === 0) {
+      // The snapshot taken on connect; the ingester's next push sets the baseline.
+      lastSeq = null;
+      render(message.data);
+      return;
+    }
+    const gap = lastSeq !== null && seq !== lastSeq + 1;
+    lastSeq = seq;
+    if (gap) resync(); else render(message.data);
+  }
+
+  function checkStale() {
+    if (stopped || !socket || socket.readyState !== WebSocket.OPEN) return;
+    const now = Date.now();
+    if (now - lastHintAt < STALE_AFTER_MS) return;
+    setState("stale", "stale", "No live updates for a while: is the ingester running? " +
+      "Re-reading the overview every few seconds.");
+    if (now - lastStaleResync >= STALE_AFTER_MS) {
+      lastStaleResync = now;
+      resync();
+    }
+  }
+
+  const initial = document.getElementById("overview-data");
+  if (initial) render(JSON.parse(initial.textContent));
+  connect();
+  setInterval(checkStale, 1000);
+  window.addEventListener("pagehide", function () {
+    stopped = true;
+    clearTimeout(retryTimer);
+    if (socket) socket.close();
+  });
+  window.addEventListener("pageshow", function (event) {
+    // Back from the back/forward cache: the socket is gone, so start over.
+    if (!event.persisted) return;
+    stopped = false;
+    everOpened = true;
+    backoffMs = BACKOFF_MIN_MS;
+    connect();
+  });
+})();

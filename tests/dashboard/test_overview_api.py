@@ -1,0 +1,109 @@
+"""GET /api/v1/overview and the overview page: who may see them, and whether the numbers
+are the ones the runtime left in Redis."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+import redis
+from django.contrib.auth.models import User
+from django.test import Client
+
+from tests.dashboard.helpers import per_queue, produce, running_consumer, wait_until
+from workers import create_topic
+
+pytestmark = pytest.mark.django_db
+
+QUEUES = 8
+
+
+def _get_overview(client: Client) -> dict[str, Any]:
+    response = client.get("/api/v1/overview")
+    assert response.status_code == 200
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def _rows(overview: dict[str, Any], topic: str, group: str) -> dict[int, dict[str, Any]]:
+    """queue -> that queue's state for ``group``, with the queue's max offset merged in."""
+    (found,) = [t for t in overview["topics"] if t["name"] == topic]
+    rows = {}
+    for q in found["queues"]:
+        (state,) = [g for g in q["groups"] if g["group"] == group]
+        rows[q["queue"]] = {**state, "max_offset": q["max_offset"]}
+    return rows
+
+
+def test_it_answers_an_anonymous_visitor_with_401_json(client: Client) -> None:
+    response = client.get("/api/v1/overview")
+
+    assert response.status_code == 401
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {"error": "authentication required"}
+
+
+def test_it_sends_an_anonymous_visitor_from_the_page_to_the_login_form(client: Client) -> None:
+    response = client.get("/")
+
+    assert response.status_code == 302
+    assert response["Location"] == "/login/?next=/"
+
+
+def test_it_shows_a_logged_in_user_the_page_with_the_live_script(
+    client: Client, viewer: User, redis_client: redis.Redis
+) -> None:
+    create_topic(redis_client, "orders", QUEUES)
+    client.force_login(viewer)
+
+    response = client.get("/")
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'data-topic="orders"' in html
+    assert "monitor/overview.js" in html
+    assert 'id="overview-data"' in html
+
+
+def test_it_reports_owner_offsets_and_lag_as_the_runtime_left_them(
+    client: Client, viewer: User, redis_client: redis.Redis, redis_url: str
+) -> None:
+    create_topic(redis_client, "orders", QUEUES)
+    first = produce(redis_url, "orders", [f"order-{i}" for i in range(24)])
+    client.force_login(viewer)
+
+    with running_consumer(redis_url, "orders", "mailer") as (consumer, recorder):
+        wait_until(recorder.count, lambda n: n == len(first))
+        consumed = per_queue(first)
+        while_running = wait_until(
+            lambda: _rows(_get_overview(client), "orders", "mailer"),
+            lambda rows: all(rows[q]["committed_offset"] == consumed[q] for q in range(QUEUES)),
+        )
+
+    assert recorder.count() == len(first)
+    for q in range(QUEUES):
+        assert while_running[q]["owner"] == consumer.consumer_id
+        assert while_running[q]["token"] >= 1
+        assert while_running[q]["committed_offset"] == consumed[q]
+        assert while_running[q]["max_offset"] == consumed[q]
+        assert while_running[q]["lag"] == 0
+
+    second = produce(redis_url, "orders", [f"order-{i}" for i in range(100, 110)])
+    time.sleep(0.1)  # so the oldest unconsumed message is measurably old
+    overview = _get_overview(client)
+    after = _rows(overview, "orders", "mailer")
+
+    waiting = per_queue(second)
+    (topic,) = overview["topics"]
+    assert topic["queue_count"] == QUEUES
+    assert topic["groups"] == ["mailer"]
+    for q in range(QUEUES):
+        assert after[q]["owner"] is None, "a stopped consumer releases its queues"
+        assert after[q]["committed_offset"] == consumed[q]
+        assert after[q]["max_offset"] == consumed[q] + waiting[q]
+        assert after[q]["lag"] == waiting[q]
+        if waiting[q]:
+            assert after[q]["time_lag_s"] >= 0.1
+        else:
+            assert after[q]["time_lag_s"] == 0.0

@@ -1,0 +1,274 @@
+"""The overview page in a real browser against the real stack: daphne, the event ingester
+(both as subprocesses, as ``bin/run`` starts them), a Redis, an in-process consumer and
+headless Chromium. Numbers must change on screen without a reload; a lost hint or a lost
+connection must be healed by re-reading the JSON view.
+
+Screenshots land in ``test-artifacts/`` at the repository root (stable names)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from playwright.sync_api import Browser, Page, Response, sync_playwright
+
+from tests.dashboard.helpers import produce, running_consumer, wait_until
+from tests.support import free_port
+from workers import create_topic
+from workers.topics import groups_of
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts"
+USER, PASSWORD = "operator", "operator-password-1"
+CHROMIUM_ARGS = ["--no-sandbox", "--headless=new", "--disable-gpu",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+TIMEOUT_MS = 15_000
+
+
+class Site:
+    """The web side as separate processes sharing one environment; each can be stopped
+    and started again (same port) to test what the page does meanwhile."""
+
+    def __init__(self, env: dict[str, str], port: int, logs: Path) -> None:
+        self.env = env
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.logs = logs
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def manage(self, *args: str) -> None:
+        subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=self.env,
+                       check=True, capture_output=True, timeout=60)
+
+    def start(self, name: str) -> None:
+        commands = {
+            "web": [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
+                    "dashboard.asgi:application"],
+            "ingester": [sys.executable, "manage.py", "ingest_events"],
+        }
+        with open(self.logs / f"{name}.log", "ab") as log:
+            self.procs[name] = subprocess.Popen(commands[name], cwd=REPO, env=self.env,
+                                                stdout=log, stderr=subprocess.STDOUT)
+        if name == "web":
+            self._wait_for_http()
+
+    def stop(self, name: str) -> None:
+        proc = self.procs.pop(name)
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+    def stop_all(self) -> None:
+        for name in list(self.procs):
+            self.stop(name)
+
+    def _wait_for_http(self) -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.procs["web"].poll() is not None:
+                raise RuntimeError(f"daphne exited; see {self.logs / 'web.log'}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/login/", timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.1)
+        raise RuntimeError(f"daphne did not answer; see {self.logs / 'web.log'}")
+
+
+@pytest.fixture(scope="module")
+def site(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    client = redis.Redis.from_url(redis_url)
+    client.flushall()
+    tmp = tmp_path_factory.mktemp("site")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "DJANGO_DEBUG": "true",  # daphne serves no static files; Django does under DEBUG
+        "REDIS_URL": redis_url,
+        "CHANNELS_REDIS_URL": redis_url,
+        "CELERY_BROKER_URL": redis_url,
+        "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}",
+        "LOCKSTEP_PUSH_INTERVAL": "0.2",
+        "DEMO_ADMIN_USER": USER,
+        "DEMO_ADMIN_PASSWORD": PASSWORD,
+        "LOG_LEVEL": "WARNING",
+    }
+    site = Site(env, free_port(), tmp)
+    site.manage("migrate", "--noinput")
+    site.manage("bootstrap_demo")
+    create_topic(client, "orders", 8)
+    try:
+        site.start("web")
+        site.start("ingester")
+        yield site
+    finally:
+        site.stop_all()
+        client.close()
+
+
+@pytest.fixture(scope="module")
+def consumer(site: Site, redis_url: str) -> Iterator[None]:
+    """One consumer of group ``mailer``, registered before any page loads."""
+    client = redis.Redis.from_url(redis_url)
+    with running_consumer(redis_url, "orders", "mailer"):
+        registered = wait_until(lambda: groups_of(client, "orders"), lambda g: g == ["mailer"])
+        assert registered == ["mailer"]
+        yield
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path="/usr/bin/chromium",
+                                              args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Browser, site: Site, consumer: None) -> Iterator[Page]:
+    """A page logged in through the login form, on the overview, with its socket live."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(f"{site.url}/")
+    assert page.url.startswith(f"{site.url}/login/")
+    page.fill("#id_username", USER)
+    page.fill("#id_password", PASSWORD)
+    with page.expect_navigation():
+        page.click("button[type=submit]")
+    assert page.url == f"{site.url}/"
+    page.wait_for_selector("#live-status[data-state=live]")
+    yield page
+    context.close()
+
+
+class Navigations:
+    """Counts main-frame navigations from now on; a live page should cause none."""
+
+    def __init__(self, page: Page) -> None:
+        self.count = 0
+        page.evaluate("window.__marker = 'no reload since'")
+        page.on("framenavigated", self._seen)
+        self.page = page
+
+    def _seen(self, frame: Any) -> None:
+        if frame == self.page.main_frame:
+            self.count += 1
+
+    def assert_none(self) -> None:
+        assert self.count == 0
+        assert self.page.evaluate("window.__marker") == "no reload since"
+
+
+def _row(queue: int, group: str = "mailer", topic: str = "orders") -> str:
+    return (f'tr.queue-row[data-topic="{topic}"][data-queue="{queue}"]'
+            f'[data-group="{group}"]')
+
+
+def _number(page: Page, selector: str) -> float:
+    value = page.get_attribute(selector, "data-value")
+    assert value is not None, f"{selector} has no data-value"
+    return float(value)
+
+
+def _wait_for_number_at_least(page: Page, selector: str, minimum: float) -> None:
+    page.wait_for_function(
+        "([sel, min]) => { const c = document.querySelector(sel);"
+        " return c !== null && Number(c.dataset.value) >= min; }",
+        arg=[selector, minimum],
+    )
+
+
+def _is_overview_api(response: Response) -> bool:
+    return response.url.endswith("/api/v1/overview") and response.status == 200
+
+
+def test_it_moves_the_committed_offset_without_reloading_the_page(
+    page: Page, site: Site, redis_url: str
+) -> None:
+    (probe,) = produce(redis_url, "orders", ["order-live"])
+    committed = f"{_row(probe.queue)} td.committed"
+    _wait_for_number_at_least(page, committed, probe.offset + 1)
+    before = _number(page, committed)
+    navigations = Navigations(page)
+
+    produce(redis_url, "orders", ["order-live"] * 5)
+    _wait_for_number_at_least(page, committed, before + 5)
+
+    navigations.assert_none()
+    assert _number(page, f"{_row(probe.queue)} td.max-offset") >= before + 5
+    assert page.get_attribute(_row(probe.queue), "data-lag-level") in {"none", "low"}
+    assert page.get_attribute("#live-status", "data-state") == "live"
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "overview-live.png"), full_page=True)
+
+
+def test_it_renders_a_topic_created_after_the_page_loaded(
+    page: Page, site: Site, redis_url: str
+) -> None:
+    navigations = Navigations(page)
+    assert page.query_selector('section.topic[data-topic="payments"]') is None
+
+    create_topic(redis.Redis.from_url(redis_url), "payments", 2)
+    sent = produce(redis_url, "payments", ["p-1", "p-2", "p-3"])
+
+    # Nobody consumes "payments": its rows have no group, only max offsets.
+    for queue in (0, 1):
+        expected = sum(1 for r in sent if r.queue == queue)
+        selector = f"{_row(queue, group='', topic='payments')} td.max-offset"
+        page.wait_for_selector(selector)
+        _wait_for_number_at_least(page, selector, expected)
+        assert _number(page, selector) == expected
+    navigations.assert_none()
+    page.screenshot(path=str(ARTIFACTS / "overview-new-topic.png"), full_page=True)
+
+
+def test_it_rereads_the_json_view_when_an_update_is_missing(page: Page, site: Site) -> None:
+    # Wait until the page has seen a numbered push, so the ingester's restart (its seq
+    # starts again at 1) is a gap, not the first push.
+    page.wait_for_function("Number(document.getElementById('overview').dataset.seq) > 1")
+    navigations = Navigations(page)
+
+    with page.expect_response(_is_overview_api, timeout=TIMEOUT_MS):
+        site.stop("ingester")
+        site.start("ingester")
+
+    assert page.get_attribute("#live-status", "data-state") == "live"
+    navigations.assert_none()
+
+
+def test_it_reconnects_and_catches_up_after_the_server_restarts(
+    page: Page, site: Site, redis_url: str
+) -> None:
+    (probe,) = produce(redis_url, "orders", ["order-outage"])
+    committed = f"{_row(probe.queue)} td.committed"
+    _wait_for_number_at_least(page, committed, probe.offset + 1)
+    navigations = Navigations(page)
+
+    site.stop("web")
+    page.wait_for_selector("#live-status[data-state=reconnecting]")
+    page.screenshot(path=str(ARTIFACTS / "overview-reconnecting.png"), full_page=True)
+    during = produce(redis_url, "orders", ["order-outage"] * 4)
+    with page.expect_response(_is_overview_api, timeout=TIMEOUT_MS):
+        site.start("web")
+
+    page.wait_for_selector("#live-status[data-state=live]")
+    _wait_for_number_at_least(page, committed, during[-1].offset + 1)
+    navigations.assert_none()

@@ -1,0 +1,24 @@
+"""Handler used by the Celery worker test: records each handled message in Redis."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import redis
+
+from workers import ConsumeContext, ConsumeStatus, Message
+
+_client: redis.Redis | None = None
+
+
+def record(messages: Sequence[Message], ctx: ConsumeContext) -> ConsumeStatus:
+    global _client
+    if _client is None:
+        _client = redis.Redis.from_url(os.environ["REDIS_URL"])
+    pipe = _client.pipeline(transaction=False)
+    for m in messages:
+        pipe.rpush(f"handled:{m.key}", int(m.body))
+        pipe.hset("handled-by", f"{m.queue}", os.getpid())
+    pipe.execute()
+    return ConsumeStatus.SUCCESS

@@ -1,0 +1,234 @@
+"""What the worker tests share: consumer processes, short timings, and readers of what the
+recording handler and the event log left in Redis."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from tests.workers.handlers import HANDLED
+from workers import keys
+from workers.config import Timings
+from workers.events import decode_event
+
+REPO = Path(__file__).resolve().parents[2]
+RECORD_HANDLER = "tests.workers.handlers.record"
+
+# Short but safe timings: the client stops consuming 1 s before the broker frees a lock,
+# renewals come four times per client expiry, and a silent member is dropped after five
+# missed heartbeats. Rebalance every 5 s; membership is polled every 0.2 s so joins and
+# leaves are acted on well inside one rebalance interval.
+FAST = Timings(
+    lock_ttl=3.0,
+    client_lock_expiry=2.0,
+    lock_renew_interval=0.5,
+    rebalance_interval=5.0,
+    membership_poll=0.2,
+    heartbeat_interval=0.3,
+    heartbeat_timeout=1.5,
+    poll_block=0.1,
+    event_flush_interval=0.1,
+)
+
+FAST_ENV = {
+    "LOCKSTEP_LOCK_TTL": str(FAST.lock_ttl),
+    "LOCKSTEP_CLIENT_LOCK_EXPIRY": str(FAST.client_lock_expiry),
+    "LOCKSTEP_LOCK_RENEW_INTERVAL": str(FAST.lock_renew_interval),
+    "LOCKSTEP_REBALANCE_INTERVAL": str(FAST.rebalance_interval),
+    "LOCKSTEP_MEMBERSHIP_POLL": str(FAST.membership_poll),
+    "LOCKSTEP_HEARTBEAT_INTERVAL": str(FAST.heartbeat_interval),
+    "LOCKSTEP_HEARTBEAT_TIMEOUT": str(FAST.heartbeat_timeout),
+    "LOCKSTEP_POLL_BLOCK": str(FAST.poll_block),
+    "LOCKSTEP_EVENT_FLUSH_INTERVAL": str(FAST.event_flush_interval),
+}
+
+
+def wait_until(
+    predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.05
+) -> Any:
+    """Poll ``predicate`` until it returns something truthy; return that, or fail naming
+    ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def body(seq: int, **flags: Any) -> bytes:
+    return json.dumps({"seq": seq, **flags}).encode()
+
+
+# -- consumer processes --------------------------------------------------------------------
+@dataclass
+class ConsumerProcess:
+    """One ``python manage.py consume`` child with its output in a log file."""
+
+    redis_url: str
+    topic: str
+    group: str
+    consumer_id: str
+    log_dir: Path
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def log_path(self) -> Path:
+        return self.log_dir / f"{self.consumer_id}.log"
+
+    def start(self) -> ConsumerProcess:
+        env = {**os.environ, **FAST_ENV, "REDIS_URL": self.redis_url,
+               "PYTHONPATH": str(REPO), "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+               **self.env}
+        cmd = [sys.executable, "manage.py", "consume", "--topic", self.topic,
+               "--group", self.group, "--handler", RECORD_HANDLER,
+               "--consumer-id", self.consumer_id, *self.args]
+        with self.log_path.open("wb") as out:
+            self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out,
+                                         stderr=subprocess.STDOUT)
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def signal(self, sig: signal.Signals) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+    def kill(self) -> None:
+        if self.running():
+            self.signal(signal.SIGKILL)
+        if self.proc is not None:
+            self.proc.wait(10)
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """SIGTERM (a graceful stop: finish, commit, unlock, leave) and wait for the exit."""
+        assert self.proc is not None
+        if self.running():
+            self.signal(signal.SIGCONT)  # in case a test left it paused
+            self.signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(
+                f"{self.consumer_id} did not stop within {timeout}s:\n{self.output()[-3000:]}"
+            ) from None
+
+
+def registered(client: redis.Redis, group: str, topic: str) -> set[str]:
+    return {m.decode() for m in client.zrange(keys.registry(group, topic), 0, -1)}
+
+
+def consumer_card(client: redis.Redis, consumer_id: str) -> dict[str, Any] | None:
+    raw = client.get(keys.consumer_info(consumer_id))
+    return json.loads(raw) if raw else None
+
+
+# -- what the runtime left in Redis -------------------------------------------------------
+def handled(client: redis.Redis) -> list[dict[str, Any]]:
+    return [json.loads(r) for r in client.lrange(HANDLED, 0, -1)]
+
+
+def handled_count(client: redis.Redis) -> int:
+    return int(client.llen(HANDLED))
+
+
+def events(client: redis.Redis, *types: str) -> list[dict[str, Any]]:
+    out = [decode_event(i, f) for i, f in client.xrange(keys.EVENTS, "-", "+")]
+    return [e for e in out if not types or e["type"] in types]
+
+
+def lock_owners(client: redis.Redis, topic: str, group: str, queues: int) -> dict[int, str]:
+    """Queue -> owner of every lock that is live now (Redis clock)."""
+    seconds, micros = client.time()
+    now_ms = int(seconds) * 1000 + int(micros) // 1000
+    pipe = client.pipeline(transaction=False)
+    for q in range(queues):
+        pipe.hgetall(keys.lock(topic, q, group))
+    owners: dict[int, str] = {}
+    for q, raw in enumerate(pipe.execute()):
+        owner = raw.get(b"owner", b"").decode()
+        if owner and int(raw.get(b"expires_at", b"0")) > now_ms:
+            owners[q] = owner
+    return owners
+
+
+def queues_by_owner(owners: dict[int, str]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = defaultdict(list)
+    for q, owner in sorted(owners.items()):
+        out[owner].append(q)
+    return dict(out)
+
+
+def fully_committed(client: redis.Redis, topic: str, group: str, queues: int) -> bool:
+    """Every queue's committed offset has reached its max offset."""
+    pipe = client.pipeline(transaction=False)
+    for q in range(queues):
+        pipe.get(keys.sequence(topic, q))
+        pipe.hget(keys.offset(topic, q, group), "committed")
+    replies = pipe.execute()
+    return all(int(replies[i] or 0) <= int(replies[i + 1] or 0)
+               for i in range(0, len(replies), 2))
+
+
+# -- checks ----------------------------------------------------------------------------------
+def first_handlings(records: Iterable[dict[str, Any]]) -> dict[str, list[int]]:
+    """Per key, the seq of each message in the order of its first successful handling."""
+    seen: set[tuple[str, int]] = set()
+    out: dict[str, list[int]] = defaultdict(list)
+    for r in records:
+        if (r["k"], r["s"]) not in seen:
+            seen.add((r["k"], r["s"]))
+            out[r["k"]].append(r["s"])
+    return dict(out)
+
+
+def order_violations(
+    records: Iterable[dict[str, Any]], produced: dict[str, int]
+) -> dict[str, list[int]]:
+    """Keys whose first handlings are not exactly 0, 1, ..., produced[key]-1 (a message
+    lost, or handled for the first time before an earlier one of its key)."""
+    firsts = first_handlings(records)
+    return {k: firsts.get(k, []) for k, n in produced.items()
+            if firsts.get(k, []) != list(range(n))}
+
+
+def overlapping_handlings(records: Iterable[dict[str, Any]]) -> list[tuple[dict[str, Any],
+                                                                           dict[str, Any]]]:
+    """Pairs of handlings of one queue by two different consumers that overlap in time."""
+    by_queue: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        by_queue[r["q"]].append(r)
+    overlaps = []
+    for rs in by_queue.values():
+        latest: dict[str, dict[str, Any]] = {}  # consumer -> its handling that ended last
+        for r in sorted(rs, key=lambda r: r["t0"]):
+            overlaps.extend((prev, r) for c, prev in latest.items()
+                            if c != r["c"] and prev["t1"] > r["t0"])
+            if r["c"] not in latest or latest[r["c"]]["t1"] < r["t1"]:
+                latest[r["c"]] = r
+    return overlaps

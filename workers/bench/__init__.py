@@ -1,0 +1,1 @@
+"""Benchmarks that print JSON (``python manage.py benchmark NAME --json``)."""

@@ -1,0 +1,125 @@
+"""Shared pieces of the benchmarks: a private redis-server, loading a topic, timing a
+consumer process until a group has committed everything."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import redis
+
+from workers import keys
+from workers.topics import create_topic
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@contextmanager
+def private_redis() -> Iterator[str]:
+    """A redis-server of the benchmark's own on a free port (never the user's Redis)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    workdir = tempfile.mkdtemp(prefix="lockstep-bench-")
+    proc = subprocess.Popen(
+        [shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind",
+         "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir],
+        stdout=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url)
+    for _ in range(100):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def load_topic(client: redis.Redis, topic: str, queues: int, messages: int,
+               key_count: int, body: bytes = b"x" * 100) -> None:
+    """Fill ``topic`` fast (pipelined produce script calls), keys spread by stable hash."""
+    from workers.hashing import queue_for_key
+    from workers.scripts import script
+
+    create_topic(client, topic, queues)
+    produce = script(client, "produce")
+    pipe = client.pipeline(transaction=False)
+    for i in range(messages):
+        key = f"k{i % key_count}"
+        q = queue_for_key(key, queues)
+        produce(keys=[keys.stream(topic, q), keys.sequence(topic, q)],
+                args=[key, body, "{}", 0], client=pipe)
+        if i % 2000 == 1999:
+            pipe.execute()
+    pipe.execute()
+
+
+def committed_total(client: redis.Redis, topic: str, group: str, queues: int) -> int:
+    pipe = client.pipeline(transaction=False)
+    for q in range(queues):
+        pipe.hget(keys.offset(topic, q, group), "committed")
+    return sum(int(v or 0) for v in pipe.execute())
+
+
+def time_consumer(redis_url: str, topic: str, group: str, queues: int, total: int,
+                  extra_args: list[str], env: dict[str, str] | None = None,
+                  timeout: float = 300.0) -> tuple[float, int]:
+    """Run ``manage.py consume`` until ``group`` committed ``total`` messages. Returns
+    (seconds from the first commit to the last, peak RSS in MB of the consumer)."""
+    client = redis.Redis.from_url(redis_url)
+    proc_env = dict(os.environ, REDIS_URL=redis_url, PYTHONPATH=str(ROOT), **(env or {}))
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "manage.py"), "consume", "--topic", topic, "--group",
+         group, *extra_args],
+        cwd=ROOT, env=proc_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    started = None
+    peak_rss = 0
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            done = committed_total(client, topic, group, queues)
+            if started is None and done > 0:
+                started = (time.monotonic(), done)
+            peak_rss = max(peak_rss, rss_mb(proc.pid))
+            if done >= total:
+                break
+            if proc.poll() is not None:
+                raise RuntimeError(f"consumer exited: {proc.stderr.read().decode()[-2000:]}"
+                                   if proc.stderr else "consumer exited")
+            time.sleep(0.02)
+        else:
+            raise TimeoutError(f"{group} did not finish within {timeout}s")
+        assert started is not None
+        elapsed = time.monotonic() - started[0]
+        measured = total - started[1]
+        return elapsed / max(1, measured) * total, peak_rss
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def rss_mb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return 0

@@ -1,0 +1,24 @@
+"""Narrow redis-py's broad reply types (it is configured with bytes replies here)."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+Entry = tuple[bytes, dict[bytes, bytes]]
+Fields = dict[Any, Any]
+
+
+def entries(reply: Any) -> list[Entry]:
+    """XRANGE reply → list of (id, fields)."""
+    return cast(list[Entry], list(reply or []))
+
+
+def xread_entries(reply: Any) -> list[Entry]:
+    """XREAD reply for a single stream → list of (id, fields)."""
+    if not reply:
+        return []
+    return cast(list[Entry], list(reply[0][1]))
+
+
+def as_bytes(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode()
