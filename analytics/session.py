@@ -30,8 +30,8 @@ def build_session(
     """Return the active SparkSession if there is one, else start one on ``master``.
 
     Spark allows one SparkContext per process, so an active session wins over the
-    arguments (its master is ``session.sparkContext.master``); that is what lets tests
-    and a long-lived worker share one JVM instead of paying start-up per run.
+    arguments (its master is ``session.sparkContext.master``); that is what lets the test
+    suite, or a caller that already runs Spark, share one JVM instead of starting another.
     """
     active = SparkSession.getActiveSession()
     if active is not None:

@@ -139,9 +139,8 @@ except ConfigurationError as exc:
 LOCKSTEP_EVENT_RETENTION_DAYS = env_int("LOCKSTEP_EVENT_RETENTION_DAYS", 7, minimum=1)
 LOCKSTEP_PUSH_INTERVAL = env_float("LOCKSTEP_PUSH_INTERVAL", 0.5, minimum=0.05)
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
-LOCKSTEP_ANALYTICS_DIR = Path(
-    env_str("LOCKSTEP_ANALYTICS_DIR", str(BASE_DIR / "var" / "analytics"))
-)
+# Relative paths are taken from the project folder, wherever the process starts.
+LOCKSTEP_ANALYTICS_DIR = BASE_DIR / env_str("LOCKSTEP_ANALYTICS_DIR", "var/analytics")
 
 LOGGING = {
     "version": 1,

@@ -59,16 +59,21 @@ class Broker:
 
     # -- locks -------------------------------------------------------------------------
     def lock_batch(
-        self, topic: str, group: str, queues: Sequence[int], owner: str, ttl_s: float
+        self, topic: str, group: str, queues: Sequence[int], owner: str, ttl_s: float,
+        *, renew_only: bool = False,
     ) -> list[Grant]:
         """Lock or renew several queues in one round trip (RocketMQ's ``lockBatchMQ``).
-        One script call per queue keeps every call within one cluster slot."""
+        One script call per queue keeps every call within one cluster slot.
+        ``renew_only`` refuses (token 0) any queue ``owner`` does not hold live right now,
+        instead of granting it afresh."""
         if not queues:
             return []
         pipe = self.client.pipeline(transaction=False)
         ttl_ms = max(1, int(ttl_s * 1000))
+        mode = "1" if renew_only else "0"
         for q in queues:
-            self._lock(keys=[keys.lock(topic, q, group)], args=[owner, ttl_ms], client=pipe)
+            self._lock(keys=[keys.lock(topic, q, group)], args=[owner, ttl_ms, mode],
+                       client=pipe)
         replies = pipe.execute()
         return [Grant(q, int(r[0]), bool(int(r[1]))) for q, r in zip(queues, replies, strict=True)]
 

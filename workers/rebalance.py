@@ -167,8 +167,6 @@ class SubscriptionRunner:
         """RocketMQ's ``lockAll``: renew every held queue in one round trip."""
         env = self.env
         held = [q for q, w in self.workers.items() if not w.dropped]
-        if not held:
-            return
         sent_at = time.monotonic()
         for grant in env.broker.lock_batch(env.sub.topic, env.sub.group, held,
                                            env.consumer_id, env.timings.lock_ttl):
@@ -177,6 +175,23 @@ class SubscriptionRunner:
                 worker.renewed(sent_at)
                 continue
             self._lost(worker, grant.token)
+        self._renew_retiring(sent_at)
+
+    def _renew_retiring(self, sent_at: float) -> None:
+        """A queue handed over by a rebalance stays locked by us until its worker finished
+        the message in progress and unlocked it: left unrenewed, the lock would expire in
+        the middle of a long message and the successor would consume the queue alongside
+        it (RocketMQ keeps renewing a queue until its consume lock is free). Renew-only, so
+        a lock the worker released meanwhile is not taken again; a refusal needs no action,
+        because the worker's next commit is fenced."""
+        env = self.env
+        finishing = [q for q, w in self.retiring.items() if w.releasing]
+        for grant in env.broker.lock_batch(env.sub.topic, env.sub.group, finishing,
+                                           env.consumer_id, env.timings.lock_ttl,
+                                           renew_only=True):
+            worker = self.retiring[grant.queue]
+            if grant.token and grant.token == worker.token:
+                worker.renewed(sent_at)
 
     def _lost(self, worker: QueueWorker, new_token: int) -> None:
         """The broker no longer has our grant. Stop the worker without unlocking (the lock

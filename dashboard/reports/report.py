@@ -32,7 +32,8 @@ def _when(moment: datetime) -> str:
 def _malformed(run: AnalyticsRun) -> list[str]:
     if not run.events_malformed:
         return []
-    lines = [f"{run.events_malformed} malformed events skipped, for example:"]
+    plural = "" if run.events_malformed == 1 else "s"
+    lines = [f"{run.events_malformed} malformed event{plural} skipped, for example:"]
     lines += [f"  {e['id']} {e['type']}: {e['problem']} ({e['raw']})"
               for e in run.malformed_examples]
     return lines

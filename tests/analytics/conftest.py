@@ -27,7 +27,7 @@ def dashboard_redis(redis_url: str, settings: Any) -> Iterator[str]:
 def spark() -> Iterator[SparkSession]:
     """One real local Spark for the whole run: starting a JVM costs seconds, and
     ``run_analytics`` reuses this active session instead of starting its own."""
-    session = build_session("local[1]", "lockstep-tests")
+    session = build_session("local[1]", "lockstep-tests", shuffle_partitions=1)
     yield session
     session.stop()
 
@@ -42,7 +42,7 @@ def analytics_dir(settings: Any, tmp_path: Any) -> Any:
 @pytest.fixture
 def viewer(django_user_model: Any) -> Any:
     """A logged-in operator who may look at reports."""
-    return django_user_model.objects.create_user("vera", password="not-a-secret-1")
+    return django_user_model.objects.create_user("vera")  # no password: force_login only
 
 
 @pytest.fixture

@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 import redis
-from playwright.sync_api import Browser, Page, Response, sync_playwright
+from playwright.sync_api import Browser, Page, sync_playwright
 
 from tests.dashboard.helpers import produce, running_consumer, wait_until
 from tests.support import free_port
 from workers import create_topic
-from workers.topics import groups_of
+from workers.topics import groups_of, register_group
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -33,6 +33,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--headless=new", "--disable-gpu",
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 TIMEOUT_MS = 15_000
+ROOT = "document.getElementById('overview')"  # carries seq and why the page last re-read
 
 
 class Site:
@@ -149,14 +150,19 @@ def page(browser: Browser, site: Site, consumer: None) -> Iterator[Page]:
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(f"{site.url}/")
     assert page.url.startswith(f"{site.url}/login/")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "login.png"))
     page.fill("#id_username", USER)
     page.fill("#id_password", PASSWORD)
     with page.expect_navigation():
         page.click("button[type=submit]")
     assert page.url == f"{site.url}/"
     page.wait_for_selector("#live-status[data-state=live]")
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
     yield page
     context.close()
+    assert errors == [], "the page's script raised"
 
 
 class Navigations:
@@ -196,10 +202,6 @@ def _wait_for_number_at_least(page: Page, selector: str, minimum: float) -> None
     )
 
 
-def _is_overview_api(response: Response) -> bool:
-    return response.url.endswith("/api/v1/overview") and response.status == 200
-
-
 def test_it_moves_the_committed_offset_without_reloading_the_page(
     page: Page, site: Site, redis_url: str
 ) -> None:
@@ -216,7 +218,6 @@ def test_it_moves_the_committed_offset_without_reloading_the_page(
     assert _number(page, f"{_row(probe.queue)} td.max-offset") >= before + 5
     assert page.get_attribute(_row(probe.queue), "data-lag-level") in {"none", "low"}
     assert page.get_attribute("#live-status", "data-state") == "live"
-    ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "overview-live.png"), full_page=True)
 
 
@@ -240,16 +241,38 @@ def test_it_renders_a_topic_created_after_the_page_loaded(
     page.screenshot(path=str(ARTIFACTS / "overview-new-topic.png"), full_page=True)
 
 
+def test_it_colours_queue_rows_by_lag(page: Page, site: Site, redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    create_topic(client, "audit-log", 2)
+    register_group(client, "audit-log", "auditor")  # a group nobody consumes for
+    client.close()
+    small, *_ = produce(redis_url, "audit-log", ["a-1"])
+    big = produce(redis_url, "audit-log", ["a-4"] * 1000)
+    assert small.queue != big[0].queue, "the keys were chosen to land on different queues"
+
+    behind = f'{_row(big[0].queue, "auditor", "audit-log")}[data-lag-level="high"]'
+    slightly = f'{_row(small.queue, "auditor", "audit-log")}[data-lag-level="low"]'
+    page.wait_for_selector(behind)
+    page.wait_for_selector(slightly)
+
+    assert _number(page, f"{behind} td.lag") == 1000
+    assert "lag-high" in (page.get_attribute(behind, "class") or "")
+    total = page.get_attribute('section.topic[data-topic="audit-log"] '
+                               '.group-total[data-group="auditor"]', "data-lag")
+    assert total == "1001"
+    page.screenshot(path=str(ARTIFACTS / "overview-lag.png"), full_page=True)
+
+
 def test_it_rereads_the_json_view_when_an_update_is_missing(page: Page, site: Site) -> None:
     # Wait until the page has seen a numbered push, so the ingester's restart (its seq
     # starts again at 1) is a gap, not the first push.
-    page.wait_for_function("Number(document.getElementById('overview').dataset.seq) > 1")
+    page.wait_for_function(f"Number({ROOT}.dataset.seq) > 1")
     navigations = Navigations(page)
 
-    with page.expect_response(_is_overview_api, timeout=TIMEOUT_MS):
-        site.stop("ingester")
-        site.start("ingester")
+    site.stop("ingester")
+    site.start("ingester")
 
+    page.wait_for_function(f"{ROOT}.dataset.resyncReason === 'gap'")
     assert page.get_attribute("#live-status", "data-state") == "live"
     navigations.assert_none()
 
@@ -266,9 +289,23 @@ def test_it_reconnects_and_catches_up_after_the_server_restarts(
     page.wait_for_selector("#live-status[data-state=reconnecting]")
     page.screenshot(path=str(ARTIFACTS / "overview-reconnecting.png"), full_page=True)
     during = produce(redis_url, "orders", ["order-outage"] * 4)
-    with page.expect_response(_is_overview_api, timeout=TIMEOUT_MS):
-        site.start("web")
+    site.start("web")
 
     page.wait_for_selector("#live-status[data-state=live]")
+    page.wait_for_function(f"{ROOT}.dataset.resyncReason === 'reconnect'")
     _wait_for_number_at_least(page, committed, during[-1].offset + 1)
+    navigations.assert_none()
+
+
+def test_it_says_signed_out_when_the_session_ended_while_away(page: Page, site: Site) -> None:
+    navigations = Navigations(page)
+    page.context.clear_cookies()
+
+    site.stop("web")
+    page.wait_for_selector("#live-status[data-state=reconnecting]")
+    site.start("web")
+
+    page.wait_for_selector("#live-status[data-state=signed-out]")
+    link = page.get_attribute("#live-status a", "href")
+    assert link == "/login/?next=/"
     navigations.assert_none()

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import redis
 
@@ -140,7 +140,8 @@ class ConsumerProcess:
 
 
 def registered(client: redis.Redis, group: str, topic: str) -> set[str]:
-    return {m.decode() for m in client.zrange(keys.registry(group, topic), 0, -1)}
+    members = cast(list[bytes], client.zrange(keys.registry(group, topic), 0, -1))
+    return {m.decode() for m in members}
 
 
 def consumer_card(client: redis.Redis, consumer_id: str) -> dict[str, Any] | None:
@@ -149,6 +150,13 @@ def consumer_card(client: redis.Redis, consumer_id: str) -> dict[str, Any] | Non
 
 
 # -- what the runtime left in Redis -------------------------------------------------------
+Entry = tuple[bytes, dict[bytes, bytes]]
+
+
+def stream_entries(client: redis.Redis, key: str) -> list[Entry]:
+    return cast(list[Entry], client.xrange(key, "-", "+"))
+
+
 def handled(client: redis.Redis) -> list[dict[str, Any]]:
     return [json.loads(r) for r in client.lrange(HANDLED, 0, -1)]
 
@@ -158,7 +166,7 @@ def handled_count(client: redis.Redis) -> int:
 
 
 def events(client: redis.Redis, *types: str) -> list[dict[str, Any]]:
-    out = [decode_event(i, f) for i, f in client.xrange(keys.EVENTS, "-", "+")]
+    out = [decode_event(i, f) for i, f in stream_entries(client, keys.EVENTS)]
     return [e for e in out if not types or e["type"] in types]
 
 
@@ -217,15 +225,17 @@ def order_violations(
             if firsts.get(k, []) != list(range(n))}
 
 
-def overlapping_handlings(records: Iterable[dict[str, Any]]) -> list[tuple[dict[str, Any],
-                                                                           dict[str, Any]]]:
+Record = dict[str, Any]
+
+
+def overlapping_handlings(records: Iterable[Record]) -> list[tuple[Record, Record]]:
     """Pairs of handlings of one queue by two different consumers that overlap in time."""
-    by_queue: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    by_queue: dict[int, list[Record]] = defaultdict(list)
     for r in records:
         by_queue[r["q"]].append(r)
-    overlaps = []
+    overlaps: list[tuple[Record, Record]] = []
     for rs in by_queue.values():
-        latest: dict[str, dict[str, Any]] = {}  # consumer -> its handling that ended last
+        latest: dict[str, Record] = {}  # consumer -> its handling that ended last
         for r in sorted(rs, key=lambda r: r["t0"]):
             overlaps.extend((prev, r) for c, prev in latest.items()
                             if c != r["c"] and prev["t1"] > r["t0"])

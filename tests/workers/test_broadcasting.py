@@ -33,9 +33,8 @@ def test_it_delivers_every_message_once_and_in_order_to_each_consumer(
                        "--consumer-name", name, env={"LOCKSTEP_TEST_MAX_DELAY_MS": "2"})
         for name in ("east", "west")
     ]
-    for c in consumers:
-        wait_until(lambda c=c: consumer_card(redis_client, c.consumer_id), 30,
-                   f"{c.consumer_id} to start")
+    wait_until(lambda: all(consumer_card(redis_client, c.consumer_id) for c in consumers),
+               30, "both consumers to start")
     sends = [f"sku-{k}" for k in range(KEYS) for _ in range(PER_KEY)]
     random.Random(7).shuffle(sends)
     seq: Counter[str] = Counter()

@@ -72,6 +72,16 @@ class BrokerLocks(RuleBasedStateMachine):
             m.granted.append(grant.token)
             self.seen.setdefault(consumer, []).append(grant.token)
 
+    @rule(consumer=CONSUMERS)
+    def renew_only(self, consumer: str) -> None:
+        (grant,) = self.broker.lock_batch(TOPIC, GROUP, [QUEUE], consumer, LONG_TTL_S,
+                                          renew_only=True)
+        m = self.model
+        if m.live_owner() == consumer:
+            assert (grant.token, grant.new) == (m.token, False)
+        else:
+            assert grant.token == 0, "a renewal must never grant a lock afresh"
+
     @rule(consumer=CONSUMERS, pick=st.integers(0, 8))
     def unlock(self, consumer: str, pick: int) -> None:
         token = self._token_of(consumer, pick)
@@ -119,6 +129,6 @@ class BrokerLocks(RuleBasedStateMachine):
 def test_it_lets_only_the_current_owner_with_the_current_token_commit(redis_url: str) -> None:
     BrokerLocks.redis_url = redis_url
     run_state_machine_as_test(BrokerLocks, settings=settings(
-        max_examples=60, stateful_step_count=40, deadline=None,
+        max_examples=100, stateful_step_count=40, deadline=None,
         suppress_health_check=[HealthCheck.too_slow],
     ))

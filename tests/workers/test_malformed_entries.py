@@ -6,7 +6,14 @@ from __future__ import annotations
 import redis
 
 from tests.workers.conftest import StartConsumer
-from tests.workers.harness import body, events, fully_committed, handled, wait_until
+from tests.workers.harness import (
+    body,
+    events,
+    fully_committed,
+    handled,
+    stream_entries,
+    wait_until,
+)
 from workers import Producer, create_topic, keys
 from workers.broker import Broker
 
@@ -36,7 +43,7 @@ def test_it_dead_letters_a_malformed_entry_with_the_reason_and_keeps_consuming(
                "the queue to move past the malformed entries")
 
     assert [r["s"] for r in handled(redis_client)] == [0, 1, 2]
-    dlq = [fields for _, fields in redis_client.xrange(keys.dead_letters(TOPIC, 0, GROUP))]
+    dlq = [fields for _, fields in stream_entries(redis_client, keys.dead_letters(TOPIC, 0, GROUP))]
     assert [int(f[b"offset"]) for f in dlq] == [no_body, bad_headers]
     assert dlq[0][b"error"].startswith(b"malformed entry: missing field")
     assert b"'b'" in dlq[0][b"error"]

@@ -3,6 +3,7 @@ interval, and a queue is never consumed by two consumers at the same time."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections import Counter, defaultdict
@@ -10,6 +11,7 @@ from collections import Counter, defaultdict
 import redis
 
 from tests.workers.conftest import SpawnConsumer
+from tests.workers.handlers import SLOW_CLAIM
 from tests.workers.harness import (
     FAST,
     body,
@@ -24,6 +26,7 @@ from tests.workers.harness import (
     wait_until,
 )
 from workers import Producer, create_topic
+from workers.hashing import queue_for_key
 
 TOPIC, GROUP, QUEUES = "orders", "fulfilment", 8
 SEND_INTERVAL_S = 0.004  # ~250 messages/s keeps every queue busy during each handover
@@ -69,8 +72,8 @@ def test_it_spreads_queues_evenly_as_consumers_join_and_leave(
         joined = _settles_to(redis_client, {"rb-a": [0, 1, 2], "rb-b": [3, 4, 5],
                                             "rb-c": [6, 7]}, time.monotonic())
         time.sleep(1.0)
-        exit_code = c.stop()  # graceful: finish the message, commit, unlock, leave
         left_at = time.monotonic()
+        exit_code = c.stop()  # graceful: finish the message, commit, unlock, leave
         assert exit_code == 0, c.output()
         left = _settles_to(redis_client, {"rb-a": [0, 1, 2, 3], "rb-b": [4, 5, 6, 7]},
                            left_at)
@@ -82,6 +85,7 @@ def test_it_spreads_queues_evenly_as_consumers_join_and_leave(
                "the backlog to drain")
     assert a.stop() == 0 and b.stop() == 0
 
+    print(f"1 -> 3 settled in {joined:.2f}s, 3 -> 2 in {left:.2f}s")
     assert joined < FAST.rebalance_interval, f"1 -> 3 took {joined:.1f}s"
     assert left < FAST.rebalance_interval, f"3 -> 2 took {left:.1f}s"
     records = handled(redis_client)
@@ -104,7 +108,39 @@ def _assert_every_handover_went_through_a_release(client: redis.Redis) -> None:
         tokens = [t for t, _ in grants]
         assert len(set(tokens)) == len(tokens), f"queue {queue} granted a token twice"
         ordered = sorted(grants)
-        for (token, holder), (_, successor) in zip(ordered, ordered[1:], strict=False):
+        for (token, holder), (_, successor) in itertools.pairwise(ordered):
             if holder != successor:
                 assert (queue, token, holder) in ended, (
                     f"queue {queue} went from {holder} to {successor} without a release")
+
+
+def test_it_keeps_a_queue_locked_until_its_previous_owner_finished_a_long_message(
+    redis_client: redis.Redis, producer: Producer, spawn_consumer: SpawnConsumer
+) -> None:
+    """A queue taken away by a rebalance stays locked (renewed) by its owner until the
+    message in progress is done, however long that takes: it is never released, nor left
+    to expire, in the middle of a message."""
+    create_topic(redis_client, TOPIC, 2)
+    key = next(k for k in (f"order-{i}" for i in range(100))
+               if queue_for_key(k, 2) == 0)
+    holder = spawn_consumer(TOPIC, GROUP, "rl-b")  # sorts after the joiner: loses queue 0
+    wait_until(lambda: len(lock_owners(redis_client, TOPIC, GROUP, 2)) == 2, 30,
+               "rl-b to hold both queues")
+    slow_s = FAST.lock_ttl * 2
+    producer.send(TOPIC, key, body(0, sleep_once=slow_s))
+    for seq in range(1, 4):
+        producer.send(TOPIC, key, body(seq))
+    wait_until(lambda: redis_client.get(SLOW_CLAIM), 10, "rl-b to start the slow message")
+
+    joiner = spawn_consumer(TOPIC, GROUP, "rl-a")
+    wait_until(lambda: lock_owners(redis_client, TOPIC, GROUP, 2) == {0: "rl-a", 1: "rl-b"},
+               slow_s + 10, "queue 0 to move to rl-a")
+    wait_until(lambda: fully_committed(redis_client, TOPIC, GROUP, 2), 10,
+               "queue 0 to be consumed")
+    assert holder.stop() == 0 and joiner.stop() == 0
+
+    records = handled(redis_client)
+    assert [(r["s"], r["c"]) for r in records] == [(0, "rl-b"), (1, "rl-a"), (2, "rl-a"),
+                                                   (3, "rl-a")]
+    assert overlapping_handlings(records) == []
+    assert events(redis_client, "fencing_rejected", "lock_margin_overrun") == []

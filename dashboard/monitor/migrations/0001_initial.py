@@ -4,49 +4,67 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = ()
 
-    operations = [
+    operations = (
         migrations.CreateModel(
-            name='IngestCursor',
+            name="IngestCursor",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=40, unique=True)),
-                ('last_id', models.CharField(default='0-0', max_length=40)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=40, unique=True)),
+                ("last_id", models.CharField(default="0-0", max_length=40)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
         ),
         migrations.CreateModel(
-            name='Topic',
+            name="Topic",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=128, unique=True)),
-                ('queues', models.PositiveIntegerField(default=8)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=128, unique=True)),
+                ("queues", models.PositiveIntegerField(default=8)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
         ),
         migrations.CreateModel(
-            name='Event',
+            name="Event",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('stream_id', models.CharField(max_length=40, unique=True)),
-                ('type', models.CharField(db_index=True, max_length=40)),
-                ('ts', models.DateTimeField(db_index=True)),
-                ('topic', models.CharField(blank=True, default='', max_length=128)),
-                ('group', models.CharField(blank=True, default='', max_length=128)),
-                ('queue', models.IntegerField(blank=True, null=True)),
-                ('key', models.CharField(blank=True, default='', max_length=256)),
-                ('token', models.BigIntegerField(blank=True, null=True)),
-                ('consumer', models.CharField(blank=True, default='', max_length=200)),
-                ('details', models.JSONField(blank=True, default=dict)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("stream_id", models.CharField(max_length=40, unique=True)),
+                ("type", models.CharField(db_index=True, max_length=40)),
+                ("ts", models.DateTimeField(db_index=True)),
+                ("topic", models.CharField(blank=True, default="", max_length=128)),
+                ("group", models.CharField(blank=True, default="", max_length=128)),
+                ("queue", models.IntegerField(blank=True, null=True)),
+                ("key", models.CharField(blank=True, default="", max_length=256)),
+                ("token", models.BigIntegerField(blank=True, null=True)),
+                ("consumer", models.CharField(blank=True, default="", max_length=200)),
+                ("details", models.JSONField(blank=True, default=dict)),
             ],
             options={
-                'ordering': ['-id'],
-                'indexes': [models.Index(fields=['topic', 'queue', 'ts'], name='monitor_eve_topic_aa291e_idx'), models.Index(fields=['topic', 'key'], name='monitor_eve_topic_17da64_idx')],
+                "ordering": ("-id",),
+                "indexes": [
+                    models.Index(
+                        fields=["topic", "queue", "ts"], name="monitor_eve_topic_aa291e_idx"
+                    ),
+                    models.Index(fields=["topic", "key"], name="monitor_eve_topic_17da64_idx"),
+                ],
             },
         ),
-    ]
+    )

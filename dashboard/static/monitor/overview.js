@@ -155,12 +155,13 @@
     const owner = row.querySelector(".owner");
     const holder = g.owner || "";
     if (owner.dataset.owner !== holder || owner.textContent === "") {
+      const isNew = owner.dataset.owner === undefined;
       owner.dataset.owner = holder;
       owner.textContent = holder || "—";
       owner.title = holder ? "lock expires in " + Math.round((g.lock_expires_in_ms || 0) / 1000)
         + " s" : "no consumer holds this queue";
       owner.classList.toggle("unowned", !holder);
-      if (painted) flash(owner);
+      if (painted && !isNew) flash(owner);
     }
     setNumber(row.querySelector(".token"), g.token, String(g.token));
     setNumber(row.querySelector(".committed"), g.committed_offset,
@@ -218,8 +219,11 @@
   // ---- the JSON view (source of truth) -------------------------------------------------
 
   let resyncing = null;
+  let resyncCount = 0;
 
-  function resync() {
+  // ``reason`` (gap, reconnect, refused, stale) is kept on the root element with a count of
+  // successful re-reads, so an operator (or a test) can see why the page re-read.
+  function resync(reason) {
     if (resyncing) return resyncing;
     resyncing = fetch(apiUrl, {
       headers: { Accept: "application/json" }, credentials: "same-origin", cache: "no-store",
@@ -229,7 +233,13 @@
         if (!response.ok) throw new Error("overview API answered " + response.status);
         return response.json();
       })
-      .then(function (data) { if (data) render(data); })
+      .then(function (data) {
+        if (!data) return;
+        render(data);
+        resyncCount += 1;
+        root.dataset.resyncs = String(resyncCount);
+        root.dataset.resyncReason = reason;
+      })
       // The server may be down; the next hint, reconnect or stale check tries again.
       .catch(function () {})
       .finally(function () { resyncing = null; });
@@ -259,7 +269,7 @@
       lastHintAt = Date.now();
       setState("live", "live", "Live updates over a WebSocket");
       // Hints sent while we were away are gone: read the whole state again.
-      if (everOpened) resync();
+      if (everOpened) resync("reconnect");
       everOpened = true;
     };
     ws.onmessage = function (event) {
@@ -272,7 +282,7 @@
       if (stopped) return;
       // A refused handshake looks like any failed connect; the JSON view tells a
       // signed-out session (401) apart from a server that is down.
-      if (!opened) resync();
+      if (!opened) resync("refused");
       scheduleReconnect();
     };
   }
@@ -300,7 +310,7 @@
     }
     const gap = lastSeq !== null && seq !== lastSeq + 1;
     lastSeq = seq;
-    if (gap) resync(); else render(message.data);
+    if (gap) resync("gap"); else render(message.data);
   }
 
   function checkStale() {
@@ -311,7 +321,7 @@
       "Re-reading the overview every few seconds.");
     if (now - lastStaleResync >= STALE_AFTER_MS) {
       lastStaleResync = now;
-      resync();
+      resync("stale");
     }
   }
 
