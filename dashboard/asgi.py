@@ -2,10 +2,13 @@
 
 import os
 
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
-django_asgi_app = get_asgi_application()
+# Daphne serves no files itself: the static handler serves the few CSS/JS files of the
+# pages (from the app folders, no collectstatic step), in debug and production alike.
+django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

@@ -15,11 +15,10 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import redis
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Frame, Page, sync_playwright
 
 from tests.dashboard.helpers import produce, running_consumer, wait_until
 from tests.support import free_port
@@ -48,8 +47,10 @@ class Site:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def manage(self, *args: str) -> None:
-        subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=self.env,
-                       check=True, capture_output=True, timeout=60)
+        done = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=self.env,
+                              capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stderr}")
 
     def start(self, name: str) -> None:
         commands = {
@@ -174,7 +175,7 @@ class Navigations:
         page.on("framenavigated", self._seen)
         self.page = page
 
-    def _seen(self, frame: Any) -> None:
+    def _seen(self, frame: Frame) -> None:
         if frame == self.page.main_frame:
             self.count += 1
 

@@ -264,7 +264,6 @@
     socket = ws;
     ws.onopen = function () {
       opened = true;
-      backoffMs = BACKOFF_MIN_MS;
       lastSeq = null;
       lastHintAt = Date.now();
       setState("live", "live", "Live updates over a WebSocket");
@@ -275,6 +274,9 @@
     ws.onmessage = function (event) {
       let message;
       try { message = JSON.parse(event.data); } catch (e) { return; }
+      // Only a socket that delivers resets the backoff: one the server accepts and then
+      // drops at once must not be retried every half second.
+      backoffMs = BACKOFF_MIN_MS;
       onHint(message);
     };
     ws.onclose = function () {
