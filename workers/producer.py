@@ -64,9 +64,10 @@ class Producer:
                 f"body must be bytes, got {type(body).__name__}; encode it first "
                 "(e.g. json.dumps(obj).encode())"
             )
-        if len(body) > self._limits.max_body_bytes:
+        size = memoryview(body).nbytes  # bytes, not items, for wide memoryviews
+        if size > self._limits.max_body_bytes:
             raise InvalidMessageError(
-                f"body is {len(body)} bytes, over the limit of {self._limits.max_body_bytes} "
+                f"body is {size} bytes, over the limit of {self._limits.max_body_bytes} "
                 "(LOCKSTEP_MAX_BODY_BYTES)"
             )
         if headers is not None and not isinstance(headers, dict):

@@ -101,7 +101,8 @@ class QueueWorker:
     def releasing(self) -> bool:
         """Dropped to be handed over (not lost): still finishing its message, after which
         it unlocks. Its lock must be kept alive until then."""
-        return self._dropped.is_set() and self._release_lock and self.alive
+        return (self.token is not None and self._dropped.is_set() and self._release_lock
+                and self.alive)
 
     def renewed(self, at: float) -> None:
         self.last_locked = at

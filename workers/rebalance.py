@@ -8,7 +8,7 @@ Contract:
 - A newly assigned queue starts only after its lock is granted; the worker then reads the
   stored offset.
 - A queue no longer assigned is dropped: its worker finishes the batch in progress,
-  commits, and only then unlocks.
+  commits, and only then unlocks; its lock is renewed until then (also while stopping).
 - All held locks are renewed every ``lock_renew_interval``; a refused renewal stops the
   worker (lock lost), a renewal that comes back as a new grant restarts it from the store.
 """
@@ -18,6 +18,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+
+import redis
 
 from workers import events as ev
 from workers.allocation import AllocationStrategy, AverageAllocation
@@ -71,14 +73,26 @@ class SubscriptionRunner:
         return True
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Drop every queue (each finishes its batch, commits, unlocks), then leave."""
+        """Drop every queue (each finishes its batch, commits, unlocks), then leave. Locks
+        of queues still finishing a message are renewed meanwhile, as during a rebalance,
+        so a stop is never a release in the middle of a message."""
         self._stop.set()
         self._thread.join(timeout)
-        for worker in list(self.workers.values()) + list(self.retiring.values()):
+        for q in list(self.workers):  # a queue is never in both maps (see _rebalance)
+            self.retiring[q] = self.workers.pop(q)
+        for worker in self.retiring.values():
             worker.drop("shutdown")
         deadline = time.monotonic() + timeout
-        for worker in list(self.workers.values()) + list(self.retiring.values()):
-            worker.join(max(0.0, deadline - time.monotonic()))
+        while True:
+            alive = [w for w in self.retiring.values() if w.alive]
+            remaining = deadline - time.monotonic()
+            if not alive or remaining <= 0:
+                break
+            try:
+                self._renew_retiring(time.monotonic())
+            except redis.RedisError:
+                log.warning("cannot renew the locks of %s while stopping", self.sub_key)
+            alive[0].join(min(self.env.timings.lock_renew_interval, remaining))
         if self.env.sub.model is Model.CLUSTERING:
             self.env.broker.leave(self.env.sub.group, self.env.sub.topic, self.env.consumer_id)
 

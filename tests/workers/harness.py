@@ -55,17 +55,19 @@ FAST_ENV = {
 
 
 def wait_until(
-    predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.05
+    predicate: Callable[[], Any], timeout: float, what: str | Callable[[], str],
+    interval: float = 0.05,
 ) -> Any:
     """Poll ``predicate`` until it returns something truthy; return that, or fail naming
-    ``what`` after ``timeout`` seconds."""
+    ``what`` (a callable is asked at the time of failure) after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+            description = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {description}")
         time.sleep(interval)
 
 

@@ -14,6 +14,7 @@ import redis
 
 from workers import Producer, create_topic
 from workers.events import decode_event
+from workers.redis_types import entries
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,7 +69,7 @@ def test_it_consumes_every_key_in_order_inside_a_celery_worker(
     assert worker.returncode == 0, output
     assert "lockstep: consumer" in output
 
-    events = [decode_event(i, f) for i, f in redis_client.xrange("ls:events")]
+    events = [decode_event(i, f) for i, f in entries(redis_client.xrange("ls:events"))]
     released = {e["queue"] for e in events if e["type"] == "lock_released"}
     assert released == set(range(8)), "a stopping worker releases every queue it held"
     for q in range(8):
