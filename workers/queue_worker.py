@@ -21,6 +21,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import redis
+
 from workers import events as ev
 from workers.broker import Broker, CommitResult, dead_letter_entry
 from workers.config import UNBOUNDED, Subscription, Timings
@@ -300,8 +302,14 @@ class QueueWorker:
         env = self.env
         if self.token is None or not self._release_lock:
             return
-        if env.broker.unlock(env.sub.topic, env.sub.group, self.queue, env.consumer_id,
-                             self.token):
+        try:
+            released = env.broker.unlock(env.sub.topic, env.sub.group, self.queue,
+                                         env.consumer_id, self.token)
+        except redis.RedisError:
+            # Redis is unreachable: the lock then simply expires after its TTL.
+            log.warning("could not unlock %s/%s; it will expire", env.sub.topic, self.queue)
+            return
+        if released:
             self._emit(ev.LOCK_RELEASED, details={"reason": self.stop_reason,
                                                   "committed": self._commit_point()})
 
