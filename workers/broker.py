@@ -3,6 +3,7 @@ reads from the queue streams. Every state change that must be atomic is a Lua sc
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -56,6 +57,8 @@ class Broker:
         self._commit = script(client, "commit")
         self._dead_letter = script(client, "dead_letter")
         self._heartbeat = script(client, "heartbeat")
+        self._park = script(client, "park")
+        self._unpark = script(client, "unpark")
 
     # -- locks -------------------------------------------------------------------------
     def lock_batch(
@@ -110,9 +113,11 @@ class Broker:
     def dead_letter(
         self, topic: str, group: str, queue: int, owner: str, token: int | None,
         commit_offset: int, entry: dict[str, Any], offset_group: str | None = None,
+        *, completed: str = "", park_key: str = "",
     ) -> CommitResult:
         """Move one message to the group's dead-letter stream and commit ``commit_offset``
-        in the same atomic step. ``token=None`` is the unfenced broadcasting case."""
+        (with ``completed`` above it) in the same atomic step; with ``park_key`` the key is
+        held in the same step. ``token=None`` is the unfenced broadcasting case."""
         flat: list[Any] = []
         for k, v in entry.items():
             flat.extend([k, v])
@@ -121,11 +126,49 @@ class Broker:
                 keys.lock(topic, queue, group),
                 keys.offset(topic, queue, offset_group or group),
                 keys.dead_letters(topic, queue, group),
+                keys.parked_keys(topic, queue, group),
             ],
-            args=[owner, "" if token is None else token, commit_offset, "", *flat],
+            args=[owner, "" if token is None else token, commit_offset, completed, park_key,
+                  *flat],
         )
         dlq_id = reply[2].decode() if len(reply) > 2 else ""
         return CommitResult(CommitOutcome(int(reply[0])), int(reply[1]), dlq_id)
+
+    # -- parking (key ordering, after_dlq = hold) --------------------------------------
+    def park(
+        self, topic: str, group: str, queue: int, owner: str, token: int, key: str,
+        members: Sequence[tuple[int, str]], commit_offset: int, completed: str,
+    ) -> CommitResult:
+        args: list[Any] = [owner, token, commit_offset, completed]
+        for offset, member in members:
+            args.extend([offset, member])
+        reply = self._park(
+            keys=[keys.lock(topic, queue, group), keys.offset(topic, queue, group),
+                  keys.parked_messages(topic, queue, group, key)],
+            args=args,
+        )
+        return CommitResult(CommitOutcome(int(reply[0])), int(reply[1]))
+
+    def unpark(
+        self, topic: str, group: str, queue: int, owner: str, token: int, key: str,
+        member: str,
+    ) -> tuple[CommitOutcome, bool]:
+        """Remove one drained parked message; returns (outcome, key freed)."""
+        reply = self._unpark(
+            keys=[keys.lock(topic, queue, group), keys.parked_keys(topic, queue, group),
+                  keys.parked_messages(topic, queue, group, key)],
+            args=[owner, token, key, member],
+        )
+        outcome = CommitOutcome(int(reply[0]))
+        return outcome, outcome is CommitOutcome.OK and bool(int(reply[2]))
+
+    def parked_keys(self, topic: str, group: str, queue: int) -> dict[str, dict[str, Any]]:
+        raw = self.client.hgetall(keys.parked_keys(topic, queue, group))
+        return {as_bytes(k).decode(): json.loads(v) for k, v in raw.items()}
+
+    def parked_messages(self, topic: str, group: str, queue: int, key: str) -> list[str]:
+        raw = self.client.zrange(keys.parked_messages(topic, queue, group, key), 0, -1)
+        return [as_bytes(m).decode() for m in raw]
 
     # -- registry ----------------------------------------------------------------------
     def heartbeat(self, group: str, topic: str, member: str, timeout_s: float) -> list[str]:
@@ -175,6 +218,4 @@ def dead_letter_entry(message: Message, group: str, error: str) -> dict[str, Any
 
 
 def _json(value: Any) -> str:
-    import json
-
     return json.dumps(value, separators=(",", ":"), default=str)

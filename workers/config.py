@@ -25,6 +25,16 @@ class Model(StrEnum):
     BROADCASTING = "broadcasting"
 
 
+class Ordering(StrEnum):
+    QUEUE = "queue"  # one message (batch) of a queue at a time, as RocketMQ
+    KEY = "key"  # lanes: only messages of the same key are ordered
+
+
+class AfterDlq(StrEnum):
+    CONTINUE = "continue"  # the key moves on (RocketMQ's behaviour)
+    HOLD = "hold"  # the key's later messages are parked until the dead letter is handled
+
+
 @dataclass(frozen=True)
 class Timings:
     """All durations in seconds."""
@@ -132,6 +142,20 @@ class Subscription:
     suspend_ms: int = 1000
     model: Model = Model.CLUSTERING
     consumer_name: str = ""  # stable name for broadcasting offsets; defaults to host name
+    ordering: Ordering = Ordering.QUEUE
+    # Key ordering: handler threads per subscription in one consumer process.
+    lanes: int = 16
+    # Key ordering: pulling a queue pauses above this many unfinished messages and
+    # resumes at half (RocketMQ's pullThresholdForQueue is 1,000).
+    max_in_flight: int = 1000
+    after_dlq: AfterDlq = AfterDlq.CONTINUE
+    # Key ordering: per-key retry back-off (initial delay, factor, cap).
+    retry_initial_ms: int = 1000
+    retry_factor: float = 2.0
+    retry_max_ms: int = 30_000
+    # Key ordering: how often the low-water mark and completed offsets are committed
+    # (RocketMQ persists every 5 s; shorter means fewer redeliveries after a crash).
+    flush_interval_ms: int = 500
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -150,6 +174,23 @@ class Subscription:
             raise ConfigurationError("max_reconsume_times must be -1 (unbounded) or >= 0")
         if self.suspend_ms < 1:
             raise ConfigurationError("suspend_ms must be positive")
+        if not 1 <= self.lanes <= 512:
+            raise ConfigurationError(f"lanes must be 1..512, got {self.lanes}")
+        if self.max_in_flight < 2:
+            raise ConfigurationError("max_in_flight must be at least 2")
+        if self.retry_initial_ms < 1 or self.retry_max_ms < self.retry_initial_ms:
+            raise ConfigurationError("retry_initial_ms must be >= 1 and <= retry_max_ms")
+        if self.retry_factor < 1.0:
+            raise ConfigurationError("retry_factor must be at least 1.0")
+        if not 10 <= self.flush_interval_ms <= 60_000:
+            raise ConfigurationError("flush_interval_ms must be 10..60000")
+        if self.ordering is Ordering.KEY and self.model is Model.BROADCASTING:
+            raise ConfigurationError("key ordering is for the clustering model only")
+
+    def retry_delay(self, reconsume_times: int) -> float:
+        """Seconds before a key's next attempt after its ``reconsume_times``-th failure."""
+        delay = self.retry_initial_ms * self.retry_factor ** max(0, reconsume_times - 1)
+        return min(delay, self.retry_max_ms) / 1000.0
 
     @property
     def suspend_seconds(self) -> float:
@@ -165,13 +206,15 @@ class Subscription:
         if unknown:
             raise ConfigurationError(f"unknown subscription settings: {sorted(unknown)}")
         values = dict(data)
-        if "model" in values:
-            try:
-                values["model"] = Model(values["model"])
-            except ValueError:
-                raise ConfigurationError(
-                    f"model must be 'clustering' or 'broadcasting', got {values['model']!r}"
-                ) from None
+        for name, enum in (("model", Model), ("ordering", Ordering), ("after_dlq", AfterDlq)):
+            if name in values:
+                try:
+                    values[name] = enum(values[name])
+                except ValueError:
+                    choices = " or ".join(repr(e.value) for e in enum)
+                    raise ConfigurationError(
+                        f"{name} must be {choices}, got {values[name]!r}"
+                    ) from None
         missing = {"topic", "group", "handler"} - set(values)
         if missing:
             raise ConfigurationError(f"subscription is missing {sorted(missing)}")

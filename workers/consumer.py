@@ -16,10 +16,11 @@ import redis
 from workers import events as ev
 from workers import keys
 from workers.broker import Broker
-from workers.config import Limits, Model, Subscription, Timings
+from workers.config import Limits, Model, Ordering, Subscription, Timings
 from workers.errors import LockstepError
 from workers.events import EventLog, default_consumer_id
 from workers.handlers import import_handler
+from workers.lanes import LanePool
 from workers.message import Handler
 from workers.queue_worker import WorkerEnv
 from workers.rebalance import SubscriptionRunner
@@ -97,8 +98,9 @@ class Consumer:
         if sub.model is Model.BROADCASTING:
             name = sub.consumer_name or socket.gethostname()
             offset_group = f"{sub.group}%bc%{name}"
+        lanes = LanePool(sub.lanes) if sub.ordering is Ordering.KEY else None
         return WorkerEnv(sub, self.broker, self.events, self.timings, self.consumer_id,
-                         handler, offset_group)
+                         handler, offset_group, lanes)
 
     def _report(self, sub: Subscription, error: str) -> None:
         log.error("lockstep: subscription %s/%s not started: %s", sub.group, sub.topic, error)

@@ -41,6 +41,16 @@ CONSUMER_STARTED = "consumer_started"
 CONSUMER_STOPPED = "consumer_stopped"
 HANDLER_ERROR = "handler_error"
 LAG_SAMPLED = "lag_sampled"
+# Key ordering.
+FLOW_PAUSED = "flow_paused"
+FLOW_RESUMED = "flow_resumed"
+KEY_PARKED = "key_parked"
+MESSAGES_PARKED = "messages_parked"
+KEY_RELEASED = "key_released"
+KEY_STATE = "key_state"
+LANES = "lanes"
+DEAD_LETTER_REPLAYED = "dead_letter_replayed"
+DEAD_LETTER_DISCARDED = "dead_letter_discarded"
 
 
 @dataclass

@@ -36,6 +36,16 @@ def dead_letters(topic: str, queue: int, group: str) -> str:
     return f"{_queue_tag(topic, queue)}:dlq:{group}"
 
 
+def parked_keys(topic: str, queue: int, group: str) -> str:
+    """Hash: held key -> JSON state (held/releasing, dlq_id, offset)."""
+    return f"{_queue_tag(topic, queue)}:parked:{group}"
+
+
+def parked_messages(topic: str, queue: int, group: str, key: str) -> str:
+    """Sorted set of one held key's parked messages, score = offset."""
+    return f"{_queue_tag(topic, queue)}:parked:{group}:{key}"
+
+
 def registry(group: str, topic: str) -> str:
     return f"{PREFIX}:registry:{group}:{topic}"
 

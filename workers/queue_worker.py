@@ -27,6 +27,7 @@ from workers import events as ev
 from workers.broker import Broker, CommitResult, dead_letter_entry
 from workers.config import UNBOUNDED, Subscription, Timings
 from workers.events import EventLog
+from workers.lanes import LanePool
 from workers.message import (
     ConsumeContext,
     ConsumeStatus,
@@ -52,6 +53,7 @@ class WorkerEnv:
     consumer_id: str
     handler: Handler
     offset_group: str  # group for clustering; a per-consumer name for broadcasting
+    lanes: LanePool | None = None  # key ordering only
 
 
 Item = Message | MalformedEntry

@@ -23,12 +23,15 @@ import redis
 
 from workers import events as ev
 from workers.allocation import AllocationStrategy, AverageAllocation
-from workers.config import Model
+from workers.config import Model, Ordering
 from workers.errors import UnknownTopicError
+from workers.key_worker import KeyQueueWorker
 from workers.queue_worker import QueueWorker, WorkerEnv
 from workers.topics import get_topic, register_group
 
 log = logging.getLogger(__name__)
+
+LANES_REPORT_S = 1.0
 
 
 class SubscriptionRunner:
@@ -45,6 +48,7 @@ class SubscriptionRunner:
         )
         self._queue_count = 0
         self._reported_missing = False
+        self._last_lanes: dict[str, object] = {}
 
     @property
     def sub_key(self) -> str:
@@ -53,6 +57,8 @@ class SubscriptionRunner:
     def start(self) -> None:
         """Start the control loop. An unknown topic is reported once and waited for, so
         a worker may start before the topic is created."""
+        if self.env.lanes is not None:
+            self.env.lanes.start()
         self._thread.start()
 
     def _topic_ready(self) -> bool:
@@ -93,13 +99,15 @@ class SubscriptionRunner:
             except redis.RedisError:
                 log.warning("cannot renew the locks of %s while stopping", self.sub_key)
             alive[0].join(min(self.env.timings.lock_renew_interval, remaining))
+        if self.env.lanes is not None:
+            self.env.lanes.stop()
         if self.env.sub.model is Model.CLUSTERING:
             self.env.broker.leave(self.env.sub.group, self.env.sub.topic, self.env.consumer_id)
 
     # -- loop --------------------------------------------------------------------------
     def _run(self) -> None:
         t = self.env.timings
-        next_heartbeat = next_rebalance = next_renew = 0.0
+        next_heartbeat = next_rebalance = next_renew = next_lanes_report = 0.0
         while not self._stop.is_set():
             now = time.monotonic()
             try:
@@ -119,6 +127,9 @@ class SubscriptionRunner:
                     if members != self.members or now >= next_rebalance or self._pending():
                         self._rebalance(members)
                         next_rebalance = now + t.rebalance_interval
+                    if self.env.lanes is not None and now >= next_lanes_report:
+                        self._report_lanes()
+                        next_lanes_report = now + LANES_REPORT_S
             except Exception:
                 # Redis unavailable or a bug: keep the loop alive; locks age out on their
                 # own, and workers stop invoking handlers when their lock goes stale.
@@ -169,7 +180,8 @@ class SubscriptionRunner:
                             })
 
     def _start_worker(self, queue: int, token: int, locked_at: float) -> None:
-        worker = QueueWorker(self.env, queue, token)
+        worker_class = KeyQueueWorker if self.env.sub.ordering is Ordering.KEY else QueueWorker
+        worker = worker_class(self.env, queue, token)
         worker.renewed(locked_at)
         self.workers[queue] = worker
         self.env.events.emit(ev.LOCK_ACQUIRED, topic=self.env.sub.topic,
@@ -222,6 +234,22 @@ class SubscriptionRunner:
             env.broker.unlock(env.sub.topic, env.sub.group, worker.queue,
                               env.consumer_id, new_token)
         self.retiring[worker.queue] = self.workers.pop(worker.queue)
+
+    def _report_lanes(self) -> None:
+        """Lane occupancy, for the dashboard (key ordering only)."""
+        assert self.env.lanes is not None
+        stats = self.env.lanes.stats()
+        summary = {
+            "lanes": len(stats),
+            "busy": sum(1 for s in stats if s.busy),
+            "waiting": sum(s.waiting for s in stats),
+            "retrying_keys": sum(s.retrying for s in stats),
+            "per_lane": [[s.busy, s.waiting] for s in stats],
+        }
+        if summary != self._last_lanes:
+            self._last_lanes = summary
+            self.env.events.emit(ev.LANES, topic=self.env.sub.topic, group=self.env.sub.group,
+                                 consumer=self.env.consumer_id, details=summary)
 
     # -- broadcasting ------------------------------------------------------------------
     def _ensure_broadcast_workers(self) -> None:

@@ -1,0 +1,208 @@
+"""Lanes: key-level parallelism for the ``key`` ordering mode.
+
+A subscription's consumer has T lane threads shared by all the queues it owns. A message
+goes to lane ``stable_hash(key) % T``. Inside a lane every key has its own FIFO; the lane
+runs one message at a time, taking keys in the order they became ready, so:
+- per key, messages run one at a time in offset order (a key never leaves its lane);
+- a key whose head message failed waits for its back-off without blocking the lane: the
+  lane serves its other keys meanwhile (per-key blocking).
+
+What to do with a message is decided by its queue worker (``LaneClient.process``); the
+lane only schedules.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Protocol
+
+from workers.hashing import stable_hash
+from workers.message import Message
+
+
+class Verdict(Enum):
+    DONE = "done"  # the head message is finished (handled or dead-lettered): next one
+    RETRY = "retry"  # try the head message again after the returned delay
+    PARK = "park"  # the key is held: hand its remaining messages back for parking
+    DISCARD = "discard"  # the queue was lost: forget the key's messages
+
+
+@dataclass
+class Task:
+    message: Message
+    client: LaneClient
+    parked_member: str = ""  # set when the message comes from the key's parked set
+
+
+class LaneClient(Protocol):
+    serial: int
+
+    def process(self, task: Task) -> tuple[Verdict, float]: ...
+
+    def park_tasks(self, key: str, tasks: list[Task]) -> None: ...
+
+
+KeyRef = tuple[int, str]  # (queue worker serial, key)
+
+
+@dataclass
+class LaneStats:
+    index: int
+    busy: bool
+    keys: int
+    waiting: int
+    retrying: int
+
+
+@dataclass
+class _LaneState:
+    keys: dict[KeyRef, deque[Task]] = field(default_factory=dict)
+    ready: deque[KeyRef] = field(default_factory=deque)
+    retry: list[tuple[float, int, KeyRef]] = field(default_factory=list)
+
+
+class Lane:
+    def __init__(self, index: int, stop: threading.Event) -> None:
+        self.index = index
+        self._stop = stop
+        self._cond = threading.Condition()
+        self._state = _LaneState()
+        self._busy = False
+        self._seq = itertools.count()
+        self._thread = threading.Thread(target=self._run, name=f"lockstep-lane-{index}",
+                                        daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, timeout: float) -> None:
+        with self._cond:
+            self._cond.notify_all()
+        self._thread.join(timeout)
+
+    def submit(self, task: Task) -> None:
+        ref = (task.client.serial, task.message.key)
+        with self._cond:
+            queue = self._state.keys.get(ref)
+            if queue is None:
+                self._state.keys[ref] = deque([task])
+                self._state.ready.append(ref)
+                self._cond.notify()
+            else:
+                queue.append(task)
+
+    def purge(self, serial: int) -> int:
+        """Forget every message of one queue worker (its queue was dropped)."""
+        with self._cond:
+            st = self._state
+            gone = [ref for ref in st.keys if ref[0] == serial]
+            count = sum(len(st.keys.pop(ref)) for ref in gone)
+            st.ready = deque(r for r in st.ready if r[0] != serial)
+            st.retry = [e for e in st.retry if e[2][0] != serial]
+            heapq.heapify(st.retry)
+            return count
+
+    def waiting_for(self, ref: KeyRef) -> int:
+        """How many messages of one key are in this lane (including its head)."""
+        with self._cond:
+            queue = self._state.keys.get(ref)
+            return len(queue) if queue else 0
+
+    def stats(self) -> LaneStats:
+        with self._cond:
+            st = self._state
+            return LaneStats(self.index, self._busy, len(st.keys),
+                             sum(len(q) for q in st.keys.values()), len(st.retry))
+
+    def _next(self) -> tuple[KeyRef, Task] | None:
+        st = self._state
+        with self._cond:
+            while not self._stop.is_set():
+                now = time.monotonic()
+                while st.retry and st.retry[0][0] <= now:
+                    _, _, ref = heapq.heappop(st.retry)
+                    if ref in st.keys:
+                        st.ready.append(ref)
+                while st.ready:
+                    ref = st.ready.popleft()
+                    queue = st.keys.get(ref)
+                    if queue:
+                        self._busy = True
+                        return ref, queue[0]
+                timeout = st.retry[0][0] - now if st.retry else 0.5
+                self._cond.wait(max(0.001, min(timeout, 0.5)))
+        return None
+
+    def _run(self) -> None:
+        while True:
+            nxt = self._next()
+            if nxt is None:
+                return
+            ref, task = nxt
+            try:
+                verdict, delay = task.client.process(task)
+            except Exception:  # a bug in processing must not kill the lane: retry later
+                verdict, delay = Verdict.RETRY, 1.0
+            self._settle(ref, verdict, delay)
+
+    def _settle(self, ref: KeyRef, verdict: Verdict, delay: float) -> None:
+        st = self._state
+        parked: list[Task] = []
+        with self._cond:
+            self._busy = False
+            queue = st.keys.get(ref)
+            if queue is None:  # purged meanwhile
+                return
+            if verdict is Verdict.DONE:
+                queue.popleft()
+                if queue:
+                    st.ready.append(ref)
+                else:
+                    del st.keys[ref]
+            elif verdict is Verdict.RETRY:
+                heapq.heappush(st.retry, (time.monotonic() + delay, next(self._seq), ref))
+            else:
+                del st.keys[ref]
+                if verdict is Verdict.PARK:
+                    parked = list(queue)[1:]
+        if parked:
+            parked[0].client.park_tasks(ref[1], parked)
+
+
+class LanePool:
+    """T lanes; a key always maps to the same lane."""
+
+    def __init__(self, count: int) -> None:
+        self._stop = threading.Event()
+        self.lanes = [Lane(i, self._stop) for i in range(count)]
+        self._started = False
+
+    def start(self) -> None:
+        if not self._started:
+            self._started = True
+            for lane in self.lanes:
+                lane.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        deadline = time.monotonic() + timeout
+        for lane in self.lanes:
+            lane.join(max(0.0, deadline - time.monotonic()))
+
+    def lane_of(self, key: str) -> Lane:
+        return self.lanes[stable_hash(key) % len(self.lanes)]
+
+    def submit(self, task: Task) -> None:
+        self.lane_of(task.message.key).submit(task)
+
+    def purge(self, serial: int) -> int:
+        return sum(lane.purge(serial) for lane in self.lanes)
+
+    def stats(self) -> list[LaneStats]:
+        return [lane.stats() for lane in self.lanes]
