@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from workers.config import Model, Subscription
+from workers.config import AfterDlq, Model, Ordering, Subscription
 from workers.consumer import Consumer
 from workers.errors import LockstepError
 from workers.handlers import import_handler
@@ -31,6 +31,18 @@ class Command(BaseCommand):
         parser.add_argument("--consumer-name", default="",
                             help="stable name for broadcasting offsets")
         parser.add_argument("--no-events", action="store_true", help="do not emit events")
+        parser.add_argument("--ordering", choices=[o.value for o in Ordering],
+                            default=Ordering.QUEUE.value)
+        parser.add_argument("--lanes", type=int, default=16, help="key ordering: lanes")
+        parser.add_argument("--max-in-flight", type=int, default=1000,
+                            help="key ordering: pause pulling a queue above this")
+        parser.add_argument("--after-dlq", choices=[a.value for a in AfterDlq],
+                            default=AfterDlq.CONTINUE.value)
+        parser.add_argument("--retry-initial-ms", type=int, default=1000)
+        parser.add_argument("--retry-factor", type=float, default=2.0)
+        parser.add_argument("--retry-max-ms", type=int, default=30_000)
+        parser.add_argument("--flush-interval-ms", type=int, default=500,
+                            help="key ordering: how often offsets are committed")
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -40,6 +52,12 @@ class Command(BaseCommand):
                 max_reconsume_times=options["max_reconsume_times"],
                 suspend_ms=options["suspend_ms"], model=Model(options["model"]),
                 consumer_name=options["consumer_name"],
+                ordering=Ordering(options["ordering"]), lanes=options["lanes"],
+                max_in_flight=options["max_in_flight"],
+                after_dlq=AfterDlq(options["after_dlq"]),
+                retry_initial_ms=options["retry_initial_ms"],
+                retry_factor=options["retry_factor"], retry_max_ms=options["retry_max_ms"],
+                flush_interval_ms=options["flush_interval_ms"],
             )
             import_handler(sub.handler)
             consumer = Consumer(settings.REDIS_URL, [sub],
