@@ -12,6 +12,7 @@ from typing import Any
 import redis
 
 from workers import keys
+from workers.offset_tracker import decode_ranges
 from workers.redis_types import as_bytes
 from workers.topics import Topic, groups_of, list_topics
 
@@ -24,7 +25,10 @@ def _redis_now_ms(client: redis.Redis) -> int:
 def overview(client: redis.Redis) -> dict[str, Any]:
     """``{"generated_at_ms", "topics": [{"name", "queue_count", "groups", "queues":
     [{"queue", "max_offset", "groups": [{"group", "owner", "token", "lock_expires_in_ms",
-    "committed_offset", "lag", "time_lag_s"}]}]}]}``"""
+    "committed_offset", "completed_above", "parked", "parked_keys", "lag",
+    "time_lag_s"}]}]}]}``
+
+    ``lag`` = max_offset - committed_offset - completed_above + parked."""
     now_ms = _redis_now_ms(client)
     return {
         "generated_at_ms": now_ms,
@@ -50,6 +54,7 @@ def _topic(client: redis.Redis, topic: Topic, now_ms: int) -> dict[str, Any]:
             "groups": [_group_state(g, next(replies), next(replies), max_offset, now_ms)
                        for g in groups],
         })
+    _add_parked(client, topic.name, queues, now_ms)
     _add_time_lag(client, topic.name, queues, now_ms)
     return {"name": topic.name, "queue_count": topic.queues, "groups": groups,
             "queues": queues}
@@ -61,6 +66,8 @@ def _group_state(group: str, lock: dict[bytes, bytes], offset: dict[bytes, bytes
     expires = int(lock.get(b"expires_at", b"0") or 0)
     live = bool(owner) and expires > now_ms
     committed = int(offset.get(b"committed", b"0") or 0)
+    completed = sum(b - a + 1 for a, b in decode_ranges(
+        as_bytes(offset.get(b"completed", b"")).decode()))
     return {
         "group": group,
         "owner": owner if live else None,
@@ -68,9 +75,42 @@ def _group_state(group: str, lock: dict[bytes, bytes], offset: dict[bytes, bytes
         "lock_expires_in_ms": expires - now_ms if live else None,
         "lock_granted_at_ms": int(lock.get(b"granted_at", b"0") or 0) if live else None,
         "committed_offset": committed,
-        "lag": max(0, max_offset - committed),
+        # Key ordering: offsets done above the low-water mark are not behind; parked
+        # messages (held keys) are, though their offsets were committed past.
+        "completed_above": completed,
+        "parked": 0,
+        "parked_keys": 0,
+        "lag": max(0, max_offset - committed - completed),
         "time_lag_s": 0.0,
     }
+
+
+def _add_parked(client: redis.Redis, topic: str, queues: list[dict[str, Any]],
+                now_ms: int) -> None:
+    """Count parked messages into lag; remember the oldest parked produce time."""
+    pipe = client.pipeline(transaction=False)
+    cells = [(q["queue"], g) for q in queues for g in q["groups"]]
+    for queue, g in cells:
+        pipe.hkeys(keys.parked_keys(topic, queue, g["group"]))
+    held = [(cell, [as_bytes(k).decode() for k in ks]) for cell, ks in
+            zip(cells, pipe.execute(), strict=True) if ks]
+    if not held:
+        return
+    pipe = client.pipeline(transaction=False)
+    for (queue, g), ks in held:
+        for k in ks:
+            pipe.zcard(keys.parked_messages(topic, queue, g["group"], k))
+            pipe.zrange(keys.parked_messages(topic, queue, g["group"], k), 0, 0)
+    replies = iter(pipe.execute())
+    for (_queue, g), ks in held:
+        g["parked_keys"] = len(ks)
+        for _ in ks:
+            count, first = int(next(replies)), next(replies)
+            g["parked"] += count
+            if first:
+                produced = int(json.loads(first[0]).get("t", 0))
+                g["oldest_parked_ms"] = min(g.get("oldest_parked_ms", produced), produced)
+        g["lag"] += g["parked"]
 
 
 def _add_time_lag(client: redis.Redis, topic: str, queues: list[dict[str, Any]],
@@ -83,10 +123,11 @@ def _add_time_lag(client: redis.Redis, topic: str, queues: list[dict[str, Any]],
     for queue, g in wanted:
         pipe.xrange(keys.stream(topic, queue), min=f"{g['committed_offset']}-0", max="+",
                     count=1)
-    for (_queue, g), entries in zip(wanted, pipe.execute(), strict=True):
-        if entries:
-            produced = int(entries[0][1].get(b"t", b"0") or 0)
-            g["time_lag_s"] = round(max(0, now_ms - produced) / 1000.0, 3) if produced else 0.0
+    for (_queue, g), found in zip(wanted, pipe.execute(), strict=True):
+        oldest = [int(found[0][1].get(b"t", b"0") or 0)] if found else []
+        oldest += [g.pop("oldest_parked_ms")] if "oldest_parked_ms" in g else []
+        produced = min((t for t in oldest if t), default=0)
+        g["time_lag_s"] = round(max(0, now_ms - produced) / 1000.0, 3) if produced else 0.0
 
 
 def consumers(client: redis.Redis) -> list[dict[str, Any]]:
