@@ -116,7 +116,10 @@ class Consumer:
             "started_at": self.started_at,
             "subscriptions": [
                 {"topic": r.env.sub.topic, "group": r.env.sub.group,
-                 "model": r.env.sub.model.value, "assigned": r.assigned}
+                 "model": r.env.sub.model.value, "ordering": r.env.sub.ordering.value,
+                 "lanes": r.env.sub.lanes if r.env.lanes is not None else 0,
+                 "assigned": r.assigned,
+                 "queues": {str(q): w.snapshot() for q, w in list(r.workers.items())}}
                 for r in self.runners
             ],
         }

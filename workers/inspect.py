@@ -14,7 +14,7 @@ import redis
 from workers import keys
 from workers.offset_tracker import decode_ranges
 from workers.redis_types import as_bytes
-from workers.topics import Topic, groups_of, list_topics
+from workers.topics import Topic, get_topic, groups_of, list_topics
 
 
 def _redis_now_ms(client: redis.Redis) -> int:
@@ -150,3 +150,60 @@ def consumers(client: redis.Redis) -> list[dict[str, Any]]:
     if stale:
         client.srem(keys.CONSUMERS, *stale)
     return out
+
+
+def topic_state(client: redis.Redis, topic: str) -> dict[str, Any]:
+    """One topic as in ``overview``, each (queue, group) enriched with its owner's view:
+    ``state`` (consuming, idle, suspended, blocked, paused, lock_expired, unowned),
+    ``retries``, ``last_error``, ``lock_age_ms`` and, under key ordering, ``low_water``,
+    ``highest_completed``, ``in_flight``, ``blocked_keys`` and ``parked_keys`` (refreshed
+    with the owner's card every heartbeat)."""
+    now_ms = _redis_now_ms(client)
+    data = _topic(client, get_topic(client, topic), now_ms)
+    cards = _queue_cards(client, topic)
+    for q in data["queues"]:
+        for g in q["groups"]:
+            _merge_card(g, cards.get((g["group"], q["queue"], g["owner"])), now_ms)
+    data["generated_at_ms"] = now_ms
+    return data
+
+
+def queue_state(client: redis.Redis, topic: str, queue: int) -> dict[str, Any]:
+    """``{"topic", "queue", "max_offset", "generated_at_ms", "groups": [...]}`` with the
+    groups as in ``topic_state``. Raises ``UnknownTopicError`` / ``ValueError`` (no such
+    queue)."""
+    data = topic_state(client, topic)
+    if not 0 <= queue < data["queue_count"]:
+        raise ValueError(f"topic {topic!r} has no queue {queue} (0..{data['queue_count'] - 1})")
+    q = data["queues"][queue]
+    return {"topic": topic, "queue": queue, "max_offset": q["max_offset"],
+            "generated_at_ms": data["generated_at_ms"], "groups": q["groups"]}
+
+
+def _queue_cards(client: redis.Redis, topic: str) -> dict[tuple[str, int, str], dict[str, Any]]:
+    cards: dict[tuple[str, int, str], dict[str, Any]] = {}
+    for card in consumers(client):
+        for sub in card.get("subscriptions", []):
+            if sub.get("topic") != topic:
+                continue
+            for q, snap in (sub.get("queues") or {}).items():
+                cards[(sub.get("group", ""), int(q), card["id"])] = snap
+    return cards
+
+
+def _merge_card(g: dict[str, Any], card: dict[str, Any] | None, now_ms: int) -> None:
+    granted = g.get("lock_granted_at_ms")
+    g["lock_age_ms"] = now_ms - granted if granted else None
+    if g["owner"] is None:
+        g.update(state="unowned", retries=0, last_error="")
+        return
+    card = card or {}
+    g["state"] = str(card.get("state", "unknown"))
+    g["retries"] = int(card.get("retries", 0) or 0)
+    g["last_error"] = str(card.get("last_error", "") or "")
+    for name in ("low_water", "highest_completed", "in_flight", "flow_paused",
+                 "blocked_keys", "blocked_count", "parked_count"):
+        if name in card:
+            g[name] = card[name]
+    if "parked_keys" in card:
+        g["parked_key_states"] = card["parked_keys"]

@@ -70,6 +70,7 @@ class QueueWorker:
         self.next_fetch = 0
         self.paused_until = 0.0
         self.state = "starting"
+        self.last_error = ""
         self.stop_reason = ""
         self._dropped = threading.Event()
         self._release_lock = True
@@ -107,6 +108,24 @@ class QueueWorker:
         it unlocks. Its lock must be kept alive until then."""
         return (self.token is not None and self._dropped.is_set() and self._release_lock
                 and self.alive)
+
+    def snapshot(self) -> dict[str, object]:
+        """What the dashboard shows of this queue's consumption (refreshed with the
+        consumer's card every heartbeat): state, retries of the head message, last error."""
+        out: dict[str, object] = {"state": self.state, "token": self.token,
+                                  "last_error": self.last_error}
+        head = self.buffer[0] if self.buffer else None
+        out["retries"] = head.reconsume_times if isinstance(head, Message) else 0
+        out["head_offset"] = head.offset if head is not None else self.next_fetch
+        key_state = getattr(self, "key_state", None)
+        if callable(key_state):
+            ks = key_state()
+            out.update(ks)
+            if ks.get("flow_paused"):
+                out["state"] = "paused"
+            elif ks.get("blocked_count"):
+                out["state"] = "blocked"
+        return out
 
     def renewed(self, at: float) -> None:
         self.last_locked = at
@@ -217,6 +236,7 @@ class QueueWorker:
         return status, error
 
     def _on_success(self, batch: list[Message]) -> None:
+        self.last_error = ""
         for _ in batch:
             self.buffer.popleft()
         self._commit(batch[-1].offset + 1)
@@ -233,6 +253,7 @@ class QueueWorker:
         if not retry:
             return
         self.paused_until = time.monotonic() + self._pending_suspend
+        self.last_error = error
         head = retry[0]
         self._emit(ev.CONSUME_FAILED, key=head.key, details={
             "offsets": [m.offset for m in retry],

@@ -123,3 +123,44 @@ def rss_mb(pid: int) -> int:
     except OSError:
         pass
     return 0
+
+
+class ConsumerProcess:
+    """``manage.py consume`` in a subprocess, with its stderr kept in a file (a pipe nobody
+    reads would block the consumer once full) and its peak RSS sampled by ``sample``."""
+
+    def __init__(self, redis_url: str, topic: str, group: str, extra_args: list[str],
+                 env: dict[str, str] | None = None) -> None:
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by stop/kill)
+        proc_env = dict(os.environ, REDIS_URL=redis_url, PYTHONPATH=str(ROOT), **(env or {}))
+        self.proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "manage.py"), "consume", "--topic", topic, "--group",
+             group, *extra_args],
+            cwd=ROOT, env=proc_env, stdout=subprocess.DEVNULL, stderr=self._stderr,
+        )
+        self.peak_rss_mb = 0
+
+    def sample(self) -> None:
+        """Update the peak RSS; raise if the consumer exited on its own."""
+        self.peak_rss_mb = max(self.peak_rss_mb, rss_mb(self.proc.pid))
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"consumer exited ({self.proc.returncode}): {self.stderr()}")
+
+    def stderr(self, limit: int = 2000) -> str:
+        self._stderr.seek(0)
+        return self._stderr.read().decode("utf-8", "replace")[-limit:]
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(30)
+        self._stderr.close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._stderr.close()
