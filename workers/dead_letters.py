@@ -90,7 +90,9 @@ def replay(client: redis.Redis, topic: str, group: str, queue: int, dlq_id: str,
 
 def discard(client: redis.Redis, topic: str, group: str, queue: int, dlq_id: str,
             actor: str = "") -> bool:
-    """Drop the dead letter; a held key is released and its parked messages run in order."""
+    """Drop the dead letter; a held key is released and its parked messages run in order.
+    The key stays ``releasing`` until the queue's consumer has drained (or found empty) its
+    parked set, even with nothing parked."""
     return _release(client, topic, group, queue, dlq_id, "discard", actor)
 
 

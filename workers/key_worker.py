@@ -46,6 +46,9 @@ log = logging.getLogger(__name__)
 
 FETCH_COUNT = 256
 PARKED_POLL_S = 0.5  # how soon an operator's replay/discard is picked up
+# A key whose message finds the client-side lock stale waits this long and tries again: the
+# lock is either renewed soon (the key goes on) or lost (the worker is dropped and purged).
+STALE_LOCK_RETRY_S = 0.05
 STATE_EVENT_S = 1.0  # how often the queue's key-level state is reported
 _serials = itertools.count(1)
 
@@ -58,8 +61,17 @@ class KeyQueueWorker(QueueWorker):
         self.lanes: LanePool = env.lanes
         self.serial = next(_serials)
         self.tracker = OffsetTracker(0)
-        self._mutex = threading.Lock()  # tracker, parked, blocked, running
+        self._mutex = threading.Lock()  # tracker, parked, blocked, running, holds
         self._idle = threading.Condition(self._mutex)
+        # Taken around every offset write (snapshot + Redis call, flush, park, dead letter)
+        # so an older snapshot never lands after a newer one and moves the commit back.
+        # Always taken before ``_mutex``, never while holding it.
+        self._commit_lock = threading.Lock()
+        # Holds being written by lanes (dead letter, then parking of the key's rest), and
+        # a count of finished ones: ``_poll_parked`` trusts a Redis snapshot only when no
+        # hold was in progress or finished while it was read.
+        self._holds_in_progress = 0
+        self._holds_finished = 0
         self._running = 0
         self.parked: dict[str, str] = {}  # key -> "held" | "releasing"
         self.blocked: dict[str, dict[str, Any]] = {}
@@ -149,23 +161,30 @@ class KeyQueueWorker(QueueWorker):
                     self.tracker.done(item.offset)
                     continue
                 held = isinstance(item, Message) and self.parked.get(item.key) == "held"
+                if isinstance(item, Message) and not held:
+                    # Submitted under the mutex that a lane holds while it marks the key
+                    # held: the message is then either in the lane when the key's rest is
+                    # parked, or seen here as held. Checked and submitted apart, it could
+                    # slip into the lane after the rest was parked and run ahead of it.
+                    self.lanes.submit(Task(item, self))
+                    continue
             if isinstance(item, MalformedEntry):
                 self._dead_letter_malformed_key_mode(item)
-            elif held:
-                to_park[item.key].append(Task(item, self))
             else:
-                self.lanes.submit(Task(item, self))
+                to_park[item.key].append(Task(item, self))
         for key, tasks in to_park.items():
-            self.park_tasks(key, tasks)
+            self._park(key, tasks)
 
     # -- lane side (called from lane threads) ---------------------------------------------
-    def active(self) -> bool:
-        return not self._dropped.is_set() and self.lock_valid()
-
     def process(self, task: Task) -> tuple[Verdict, float]:
         with self._mutex:
-            if not self.active():
+            if self._dropped.is_set():
                 return Verdict.DISCARD, 0.0
+            if not self.lock_valid():
+                # Not DISCARD: the worker lives on if the lock is renewed, and the key's
+                # messages dropped from the lane would never be done (the mark stuck for
+                # good) while its later ones ran ahead of them.
+                return Verdict.RETRY, STALE_LOCK_RETRY_S
             self._running += 1
         try:
             status, error, suspend = self._invoke_one(task.message)
@@ -229,19 +248,33 @@ class KeyQueueWorker(QueueWorker):
         return lane.waiting_for((self.serial, key)) - 1
 
     def _dead_letter_key_mode(self, task: Task, error: str) -> tuple[Verdict, float]:
+        hold = self.env.sub.after_dlq is AfterDlq.HOLD
+        if hold:
+            with self._mutex:
+                self._holds_in_progress += 1
+        verdict = (Verdict.DISCARD, 0.0)
+        try:
+            verdict = self._dead_letter_and_hold(task, error, hold)
+            return verdict
+        finally:
+            if hold and verdict[0] is not Verdict.PARK:
+                self._hold_finished()  # on PARK, once the lane handed back the key's rest
+
+    def _dead_letter_and_hold(self, task: Task, error: str,
+                              hold: bool) -> tuple[Verdict, float]:
         m, env = task.message, self.env
-        hold = env.sub.after_dlq is AfterDlq.HOLD
-        with self._mutex:
-            self.blocked.pop(m.key, None)
-            if hold:
-                self.parked[m.key] = "held"
-            self.tracker.done(m.offset)
-            low, completed = self.tracker.low_water, self.tracker.completed_above()
-        result = env.broker.dead_letter(
-            env.sub.topic, env.sub.group, self.queue, env.consumer_id, self.token, low,
-            dead_letter_entry(m, env.sub.group, error), completed=completed,
-            park_key=m.key if hold else "",
-        )
+        with self._commit_lock:
+            with self._mutex:
+                self.blocked.pop(m.key, None)
+                if hold:
+                    self.parked[m.key] = "held"
+                self.tracker.done(m.offset)
+                low, completed = self.tracker.low_water, self.tracker.completed_above()
+            result = env.broker.dead_letter(
+                env.sub.topic, env.sub.group, self.queue, env.consumer_id, self.token, low,
+                dead_letter_entry(m, env.sub.group, error), completed=completed,
+                park_key=m.key if hold else "",
+            )
         if not self._accepted(result, low):
             return Verdict.DISCARD, 0.0
         if task.parked_member and not self._unpark(m.key, task.parked_member):
@@ -257,17 +290,34 @@ class KeyQueueWorker(QueueWorker):
         return Verdict.DONE, 0.0
 
     def park_tasks(self, key: str, tasks: list[Task]) -> None:
-        """Park the key's messages durably and count them done for the queue."""
-        if not tasks or not self.active():
+        """A lane's hand-back of a key it saw held (the key's rest, maybe nothing): park
+        them; the hold is then fully written."""
+        try:
+            self._park(key, tasks)
+        finally:
+            self._hold_finished()
+
+    def _hold_finished(self) -> None:
+        with self._mutex:
+            self._holds_in_progress -= 1
+            self._holds_finished += 1
+
+    def _park(self, key: str, tasks: list[Task]) -> None:
+        """Park the key's messages durably and count them done for the queue. Fenced in
+        Redis, so a client-side lock gone stale meanwhile does not stop it: dropping the
+        messages instead would leave their offsets never done."""
+        if not tasks or self._dropped.is_set():
             return
         env = self.env
         members = [(t.message.offset, t.parked_member or serialize(t.message)) for t in tasks]
-        with self._mutex:
-            for t in tasks:
-                self.tracker.done(t.message.offset)
-            low, completed = self.tracker.low_water, self.tracker.completed_above()
-        result = env.broker.park(env.sub.topic, env.sub.group, self.queue, env.consumer_id,
-                                 self.token or 0, key, members, low, completed)
+        with self._commit_lock:
+            with self._mutex:
+                for t in tasks:
+                    self.tracker.done(t.message.offset)
+                low, completed = self.tracker.low_water, self.tracker.completed_above()
+            result = env.broker.park(env.sub.topic, env.sub.group, self.queue,
+                                     env.consumer_id, self.token or 0, key, members, low,
+                                     completed)
         if self._accepted(result, low):
             self._emit(ev.MESSAGES_PARKED, key=key, details={
                 "offsets": [o for o, _ in members], "committed": low})
@@ -288,29 +338,46 @@ class KeyQueueWorker(QueueWorker):
     # -- parked keys -------------------------------------------------------------------
     def _poll_parked(self) -> None:
         env = self.env
+        with self._mutex:
+            finished_before = self._holds_finished
         states = env.broker.parked_keys(env.sub.topic, env.sub.group, self.queue)
-        for key, raw in states.items():
-            state = str(raw.get("state", "held"))
-            with self._mutex:
+        released: list[str] = []
+        with self._mutex:  # one section: a hold starting meanwhile comes after it whole
+            # A hold written (or still being written) while the snapshot was read may be
+            # missing from it: acting on it would forget the key is held, or re-run its
+            # parked messages. The next poll sees it whole.
+            if self._holds_in_progress or self._holds_finished != finished_before:
+                return
+            for key, raw in states.items():
+                state = str(raw.get("state", "held"))
                 previous = self.parked.get(key)
                 self.parked[key] = state
-            if state == "releasing" and previous != "releasing":
-                self._submit_parked(key)
-        with self._mutex:
+                if state == "releasing" and previous != "releasing":
+                    released.append(key)
             for key in [k for k in self.parked if k not in states]:
-                # Released by an operator with nothing parked behind it.
-                del self.parked[key]
+                del self.parked[key]  # freed in Redis (by us, or by hand)
+        for key in released:
+            self._submit_parked(key)
 
     def _submit_parked(self, key: str) -> None:
         env = self.env
         members = env.broker.parked_messages(env.sub.topic, env.sub.group, self.queue, key)
+        if not members:
+            # A discarded dead letter with nothing parked behind it. unpark.lua frees the
+            # key only if its parked set is still empty, in one step: a park landing just
+            # before is then run below, not stranded behind a freed key.
+            if not self._unpark(key, ""):
+                return
+            members = env.broker.parked_messages(env.sub.topic, env.sub.group, self.queue,
+                                                 key)
+            if not members:  # freed (now, or before by the unpark of its last message)
+                with self._mutex:
+                    if self.parked.get(key) == "releasing":  # not held again meanwhile
+                        del self.parked[key]
+                return
         for member in members:
             message = deserialize(env.sub.topic, self.queue, member)
             self.lanes.submit(Task(message, self, parked_member=member))
-        if not members:
-            # A replayed/discarded key with nothing parked: free it now.
-            with self._mutex:
-                self.parked.pop(key, None)
 
     # -- offsets -----------------------------------------------------------------------
     def _done(self, offset: int) -> None:
@@ -318,15 +385,21 @@ class KeyQueueWorker(QueueWorker):
             self.tracker.done(offset)
             self._dirty = True
 
+    def _commit_point(self) -> int:
+        # What lock_released reports: the low-water mark. (The base class's buffer is not
+        # used under key ordering; its answer would be the next offset to pull.)
+        return self.tracker.low_water
+
     def _flush(self) -> bool:
-        with self._mutex:
-            low, completed = self.tracker.low_water, self.tracker.completed_above()
-            dirty, self._dirty = self._dirty, False
-        if not dirty or self.token is None:
-            return True
-        env = self.env
-        result = env.broker.commit(env.sub.topic, env.sub.group, self.queue, env.consumer_id,
-                                   self.token, low, completed)
+        with self._commit_lock:
+            with self._mutex:
+                low, completed = self.tracker.low_water, self.tracker.completed_above()
+                dirty, self._dirty = self._dirty, False
+            if not dirty or self.token is None:
+                return True
+            env = self.env
+            result = env.broker.commit(env.sub.topic, env.sub.group, self.queue,
+                                       env.consumer_id, self.token, low, completed)
         return self._accepted(result, low, completed=completed)
 
     def _accepted(self, result: CommitResult, offset: int, completed: str = "") -> bool:
@@ -360,9 +433,6 @@ class KeyQueueWorker(QueueWorker):
                         exc_info=True)
 
     def _dead_letter_malformed_key_mode(self, bad: MalformedEntry) -> None:
-        with self._mutex:
-            self.tracker.done(bad.offset)
-            low, completed = self.tracker.low_water, self.tracker.completed_above()
         entry = {
             "topic": self.env.sub.topic, "queue": self.queue, "offset": bad.offset,
             "key": bad.raw.get(b"k", b"").decode("utf-8", "replace"),
@@ -370,9 +440,13 @@ class KeyQueueWorker(QueueWorker):
             "reconsume_times": 0, "group": self.env.sub.group,
             "error": f"malformed entry: {bad.reason}",
         }
-        result = self.env.broker.dead_letter(
-            self.env.sub.topic, self.env.sub.group, self.queue, self.env.consumer_id,
-            self.token, low, entry, completed=completed)
+        with self._commit_lock:
+            with self._mutex:
+                self.tracker.done(bad.offset)
+                low, completed = self.tracker.low_water, self.tracker.completed_above()
+            result = self.env.broker.dead_letter(
+                self.env.sub.topic, self.env.sub.group, self.queue, self.env.consumer_id,
+                self.token, low, entry, completed=completed)
         if self._accepted(result, low):
             self._emit(ev.MALFORMED_ENTRY, details={"offset": bad.offset, "reason": bad.reason,
                                                     "dlq_id": result.dlq_id})

@@ -13,8 +13,10 @@ lane only schedules.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import itertools
+import logging
 import threading
 import time
 from collections import deque
@@ -22,8 +24,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
-from workers.hashing import stable_hash
 from workers.message import Message
+
+log = logging.getLogger(__name__)
 
 
 class Verdict(Enum):
@@ -45,7 +48,9 @@ class LaneClient(Protocol):
 
     def process(self, task: Task) -> tuple[Verdict, float]: ...
 
-    def park_tasks(self, key: str, tasks: list[Task]) -> None: ...
+    def park_tasks(self, key: str, tasks: list[Task]) -> None:
+        """Called once for every PARK verdict, with the key's messages after the head
+        (possibly none, e.g. when the queue was purged meanwhile)."""
 
 
 KeyRef = tuple[int, str]  # (queue worker serial, key)
@@ -149,16 +154,23 @@ class Lane:
                 verdict, delay = task.client.process(task)
             except Exception:  # a bug in processing must not kill the lane: retry later
                 verdict, delay = Verdict.RETRY, 1.0
-            self._settle(ref, verdict, delay)
+            rest = self._settle(ref, verdict, delay)
+            if verdict is Verdict.PARK:
+                # Even with nothing to park: the client learns the hold is fully written.
+                try:
+                    task.client.park_tasks(ref[1], rest)
+                except Exception:  # Redis down: not done, so the queue's next owner parks them
+                    log.exception("parking %d messages of a held key failed", len(rest))
 
-    def _settle(self, ref: KeyRef, verdict: Verdict, delay: float) -> None:
+    def _settle(self, ref: KeyRef, verdict: Verdict, delay: float) -> list[Task]:
+        """Apply the verdict to the key's FIFO; on PARK, return the messages after the
+        head (they leave the lane)."""
         st = self._state
-        parked: list[Task] = []
         with self._cond:
             self._busy = False
             queue = st.keys.get(ref)
             if queue is None:  # purged meanwhile
-                return
+                return []
             if verdict is Verdict.DONE:
                 queue.popleft()
                 if queue:
@@ -170,9 +182,14 @@ class Lane:
             else:
                 del st.keys[ref]
                 if verdict is Verdict.PARK:
-                    parked = list(queue)[1:]
-        if parked:
-            parked[0].client.park_tasks(ref[1], parked)
+                    return list(queue)[1:]
+        return []
+
+
+def lane_hash(key: str) -> int:
+    """Must be independent of the queue hash (crc32): with crc32 for both, lane % queues
+    would equal the queue, and each queue would use only lanes/queues of its lanes."""
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "big")
 
 
 class LanePool:
@@ -196,7 +213,7 @@ class LanePool:
             lane.join(max(0.0, deadline - time.monotonic()))
 
     def lane_of(self, key: str) -> Lane:
-        return self.lanes[stable_hash(key) % len(self.lanes)]
+        return self.lanes[lane_hash(key) % len(self.lanes)]
 
     def submit(self, task: Task) -> None:
         self.lane_of(task.message.key).submit(task)

@@ -67,13 +67,19 @@ class OffsetTracker:
         if offset < self.next_dispatch:
             raise LockstepError(f"offset {offset} dispatched out of order")
         # Offsets absent from the stream (never produced, trimmed) cannot be handled.
-        self._done.update(range(self.next_dispatch, offset))
+        # (The mark may be past some of them already: see ``_advance``.)
+        self._done.update(range(max(self.next_dispatch, self.low_water), offset))
         self.next_dispatch = offset + 1
         self.in_flight += 1
         self._advance()
 
     def done(self, offset: int) -> None:
-        if offset < self.low_water or offset >= self.next_dispatch or offset in self._done:
+        if offset >= self.next_dispatch or offset in self._done:
+            return
+        if offset < self.low_water:
+            if offset in self._restored:  # restored, and passed by the mark before dispatch
+                self._restored.discard(offset)
+                self.in_flight -= 1
             return
         self._done.add(offset)
         self._restored.discard(offset)
@@ -85,6 +91,10 @@ class OffsetTracker:
         return encode_ranges(o for o in self._done | self._restored if o > self.low_water)
 
     def _advance(self) -> None:
-        while self.low_water in self._done:
+        # Restored offsets count as done for the mark even before they are dispatched
+        # again: stopping at one, the next commit would drop it (completed ranges hold
+        # only offsets above the mark) and a later owner would redo it. They stay in
+        # ``_restored`` until dispatched, so ``already_done`` still skips them.
+        while self.low_water in self._done or self.low_water in self._restored:
             self._done.discard(self.low_water)
             self.low_water += 1

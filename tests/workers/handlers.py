@@ -19,9 +19,15 @@ What a message does is driven by its body, a JSON object:
     {"seq": 3, "sleep_once": 2.5}  the first consumer to reach it claims ``SLOW_CLAIM``
                                    (pid, consumer, offset) and sleeps that long inside
                                    the handler, so a test can freeze it mid-message
+    {"seq": 3, "fail_while": "x"}  fails while the Redis key ``fail_flag("x")`` exists, so a
+                                   test decides when the message starts to succeed
+    {"seq": 3, "gate": "g"}        waits inside the handler while ``gate("g")`` exists, so
+                                   a test can hold handlers busy and then let them go
 
-Every call of a special message (poison, none_once, sleep_once) is counted in the hash
-``CALLS`` under "<queue>:<offset>". A batch is recorded only when all of it succeeds.
+Every call of a special message (poison, none_once, sleep_once, fail_while, gate) is counted
+in the hash ``CALLS`` under "<queue>:<offset>". A batch is recorded only when all of it
+succeeds. Records also carry ``w0``, time.time() when handling started, to compare with
+times Redis wrote (a dead letter's ``dead_at``).
 """
 
 from __future__ import annotations
@@ -43,6 +49,15 @@ HANDLED = "test:handled"
 CALLS = "test:calls"
 SLOW_CLAIM = "test:slow:claim"
 DELAY_ENV = "LOCKSTEP_TEST_MAX_DELAY_MS"
+GATE_POLL_S = 0.005
+
+
+def fail_flag(name: str) -> str:
+    return f"test:fail:{name}"
+
+
+def gate(name: str) -> str:
+    return f"test:gate:{name}"
 
 
 @cache
@@ -63,7 +78,8 @@ def _spec(message: Message) -> dict[str, Any]:
 
 
 def _special(spec: dict[str, Any]) -> bool:
-    return any(name in spec for name in ("poison", "none_once", "sleep_once"))
+    return any(name in spec for name in ("poison", "none_once", "sleep_once", "fail_while",
+                                         "gate"))
 
 
 def _count_call(message: Message) -> int:
@@ -86,20 +102,24 @@ def _sleep_if_first(message: Message, ctx: ConsumeContext, seconds: float) -> No
 def record(messages: Sequence[Message], ctx: ConsumeContext) -> ConsumeStatus | None:
     records: list[str] = []
     for message in messages:
-        started = time.monotonic()
+        started, started_wall = time.monotonic(), time.time()
         spec = _spec(message)
         calls = _count_call(message) if _special(spec) else 0
         if spec.get("poison"):
             return ConsumeStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
         if spec.get("none_once") and calls == 1:
             return None  # not a ConsumeStatus: the runtime must treat it as a failure
+        if "fail_while" in spec and client().exists(fail_flag(str(spec["fail_while"]))):
+            return ConsumeStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        while "gate" in spec and client().exists(gate(str(spec["gate"]))):
+            time.sleep(GATE_POLL_S)
         if "sleep_once" in spec:
             _sleep_if_first(message, ctx, float(spec["sleep_once"]))
         _delay()
         records.append(json.dumps({
             "k": message.key, "o": message.offset, "q": message.queue, "s": spec.get("seq"),
             "c": ctx.consumer_id, "tok": ctx.token, "pid": os.getpid(),
-            "t0": started, "t1": time.monotonic(), "ts": time.time(),
+            "t0": started, "t1": time.monotonic(), "ts": time.time(), "w0": started_wall,
         }))
     client().rpush(HANDLED, *records)
     return ConsumeStatus.SUCCESS

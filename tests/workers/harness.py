@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -205,7 +205,33 @@ def fully_committed(client: redis.Redis, topic: str, group: str, queues: int) ->
                for i in range(0, len(replies), 2))
 
 
+def stored_offset(client: redis.Redis, topic: str, group: str, queue: int) -> tuple[int, str]:
+    """(committed, completed) as the offset hash ``ls:{topic:queue}:offset:<group>`` holds
+    them: the low-water mark and the ranges completed above it."""
+    raw = cast(dict[bytes, bytes], client.hgetall(keys.offset(topic, queue, group)))
+    return int(raw.get(b"committed", b"0")), raw.get(b"completed", b"").decode()
+
+
+def parked_keys(client: redis.Redis, topic: str, group: str, queue: int) -> dict[str, Any]:
+    """Held or releasing keys of a queue (key ordering, after_dlq = hold) -> their state."""
+    raw = cast(dict[bytes, bytes], client.hgetall(keys.parked_keys(topic, queue, group)))
+    return {k.decode(): json.loads(v) for k, v in raw.items()}
+
+
+def parked_offsets(client: redis.Redis, topic: str, group: str, queue: int,
+                   key: str) -> list[int]:
+    """Offsets of one key's parked messages, in the order they will run."""
+    found = cast(list[tuple[bytes, float]], client.zrange(
+        keys.parked_messages(topic, queue, group, key), 0, -1, withscores=True))
+    return [int(score) for _, score in found]
+
+
 # -- checks ----------------------------------------------------------------------------------
+def handlings_per_offset(records: Iterable[dict[str, Any]]) -> Counter[tuple[int, int]]:
+    """How many times each (queue, offset) was handled successfully."""
+    return Counter((r["q"], r["o"]) for r in records)
+
+
 def first_handlings(records: Iterable[dict[str, Any]]) -> dict[str, list[int]]:
     """Per key, the seq of each message in the order of its first successful handling."""
     seen: set[tuple[str, int]] = set()

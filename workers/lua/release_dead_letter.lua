@@ -4,6 +4,10 @@
 -- original offset, ahead of everything parked behind it; the owning consumer then drains
 -- the set in offset order before the key moves on. Discard drops it; a held key is then
 -- released and its parked messages run in order.
+-- A released key is only marked 'releasing', even with nothing parked: its consumer may be
+-- parking messages of the key at this moment (the dead letter and the parking of the
+-- key's rest are two steps), and freeing the key here would strand them in a parked set
+-- nobody drains. The consumer frees it (unpark.lua) once the parked set is empty.
 -- KEYS[1]: the dead-letter stream (ls:{topic:queue}:dlq:<group>)
 -- KEYS[2]: the parked-keys hash   (ls:{topic:queue}:parked:<group>)
 -- KEYS[3]: the key's parked set   (ls:{topic:queue}:parked:<group>:<key>)
@@ -29,9 +33,5 @@ if raw or ARGV[2] == 'replay' then
   state.state = 'releasing'
   state.since = now
   redis.call('HSET', KEYS[2], ARGV[3], cjson.encode(state))
-end
-if raw and redis.call('ZCARD', KEYS[3]) == 0 then
-  -- Nothing was parked behind a discarded dead letter: the key is free at once.
-  redis.call('HDEL', KEYS[2], ARGV[3])
 end
 return 1

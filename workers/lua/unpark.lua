@@ -6,7 +6,7 @@
 -- ARGV[1]: consumer id
 -- ARGV[2]: fencing token
 -- ARGV[3]: sharding key
--- ARGV[4]: serialised message to remove
+-- ARGV[4]: serialised message to remove ('' to free a releasing key with nothing parked)
 -- Returns: {1, remaining, freed} on success (freed 1 when the key was released),
 --          {0, token} when fenced out, {-1, token} when the lock expired.
 local t = redis.call('TIME')
