@@ -1,8 +1,9 @@
 """Lanes: key-level parallelism for the ``key`` ordering mode.
 
 A subscription's consumer has T lane threads shared by all the queues it owns. A message
-goes to lane ``stable_hash(key) % T``. Inside a lane every key has its own FIFO; the lane
-runs one message at a time, taking keys in the order they became ready, so:
+goes to lane ``lane_hash(key) % T`` (a hash independent of the queue hash). Inside a lane
+every key has its own FIFO; the lane runs one message at a time, taking keys in the order
+they became ready, so:
 - per key, messages run one at a time in offset order (a key never leaves its lane);
 - a key whose head message failed waits for its back-off without blocking the lane: the
   lane serves its other keys meanwhile (per-key blocking).
