@@ -14,7 +14,6 @@ lane only schedules.
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import itertools
 import logging
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
+from workers.hashing import stable_hash
 from workers.message import Message
 
 log = logging.getLogger(__name__)
@@ -188,9 +188,12 @@ class Lane:
 
 
 def lane_hash(key: str) -> int:
-    """Must be independent of the queue hash (crc32): with crc32 for both, lane % queues
-    would equal the queue, and each queue would use only lanes/queues of its lanes."""
-    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "big")
+    """The upper half of the key's crc32. The queue is ``crc32 % queues`` (low bits): with
+    the same value for lanes, ``lane % queues`` would equal the queue and each queue would
+    use only lanes/queues of its lanes. The upper bits are independent of the low ones and
+    keep crc32's even spread (a general-purpose hash spreads sequential ids less evenly,
+    and the busiest lane sets the pace)."""
+    return stable_hash(key) >> 16
 
 
 class LanePool:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -28,6 +29,7 @@ from workers import keys
 from workers.bench.common import ConsumerProcess, committed_total, load_topic, private_redis
 from workers.bench.handlers import IO_LATENCY_S, handled_key, stats_key
 from workers.hashing import stable_hash
+from workers.lanes import lane_hash
 from workers.message import decode_entry, parse_offset
 from workers.offset_tracker import decode_ranges
 from workers.redis_types import as_bytes, entries
@@ -231,11 +233,11 @@ def _count_at(samples: list[tuple[float, int]], at: float) -> int:
     return round(n0 + (n1 - n0) * (at - t0) / (t1 - t0))
 
 
-def busiest_share(messages: int, slots: int) -> int:
+def busiest_share(messages: int, slots: int, hash_of: Callable[[str], int]) -> int:
     """Messages in the busiest of ``slots`` lanes (or queues) when ``load_topic`` spreads
-    ``messages`` over ``KEY_COUNT`` keys (slot = stable hash % slots): a lane or queue runs
-    one message at a time, so the run cannot end before the busiest one drained."""
-    counts = Counter(stable_hash(f"k{i % KEY_COUNT}") % slots for i in range(messages))
+    ``messages`` over ``KEY_COUNT`` keys (slot = ``hash_of(key) % slots``): a lane or queue
+    runs one message at a time, so the run cannot end before the busiest one drained."""
+    counts = Counter(hash_of(f"k{i % KEY_COUNT}") % slots for i in range(messages))
     return max(counts.values())
 
 
@@ -275,8 +277,9 @@ def run(noop_messages: int = 60_000, repeats: int = 5, queue_io_messages: int = 
     queue_io, key_io = med("queue_io"), med("key_io")
     bound = LANES / IO_LATENCY_S
     # What hashing leaves at best: the busiest lane (queue) holds more than 1/64 (1/8).
-    key_ceiling = key_io_messages / (busiest_share(key_io_messages, LANES) * IO_LATENCY_S)
-    queue_ceiling = queue_io_messages / (busiest_share(queue_io_messages, QUEUES)
+    key_ceiling = key_io_messages / (busiest_share(key_io_messages, LANES, lane_hash)
+                                     * IO_LATENCY_S)
+    queue_ceiling = queue_io_messages / (busiest_share(queue_io_messages, QUEUES, stable_hash)
                                          * IO_LATENCY_S)
     violations = sum(c["violations"] for runs in cases.values() for c in runs)
     violations += kill["violations"]
