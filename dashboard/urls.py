@@ -2,10 +2,13 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from dashboard.monitor.metrics import metrics_view
+
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("metrics", metrics_view, name="metrics"),  # Prometheus; no login (see metrics.py)
     path("", include("dashboard.monitor.urls")),
     path("", include("dashboard.reports.urls")),
 ]

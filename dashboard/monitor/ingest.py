@@ -1,57 +1,228 @@
-"""The ingester: Redis event stream → database, then hints through Channels.
+"""The ingester: Redis event stream → database, then coalesced hints through Channels.
 
-Contract: events are stored in batches, each batch in one transaction together with the
-cursor (the last stream ID stored), so a restart resumes right after the last stored
-batch; the unique ``stream_id`` makes a replayed batch store nothing twice. Channel-layer
-messages are only hints carrying a snapshot and a sequence number: pages treat a gap as
-"re-read the JSON view".
+Contract:
+
+- **Exactly once.** Events are stored in batches, each batch in one transaction together
+  with the cursor (the last stream ID stored) and the event counters it bumps, so a
+  process killed at any point resumes right after the last committed batch; the unique
+  ``stream_id`` makes a batch replayed by anyone store nothing twice and count nothing
+  twice.
+- **Nothing skipped silently.** The stream is bounded (``LOCKSTEP_EVENTS_MAXLEN``); if it
+  was trimmed past the cursor while the ingester was away, events are gone. Every read
+  is taken in one MULTI with ``XINFO STREAM``, so the ingester knows how many entries the
+  stream ever received (``entries-added``) and how many remain; with the cursor's
+  ``position`` (entries ever added up to the cursor) that gives the exact number lost.
+  The gap is then *recorded*: a synthetic ``events_lost`` Event (stream ID
+  ``lost:<first id still there>``, details ``after_id``, ``resumed_at_id``, ``lost``) is
+  stored in the same transaction as the batch after it, and logged at ERROR level. The
+  dashboard shows it like any other event; nothing else pretends the history is whole.
+- **Survives hiccups.** Redis or database errors never end the loop: it backs off
+  (0.5 s doubling to 10 s), drops its database connection and its cached cursor, and
+  resumes from the cursor stored in the database.
+
+Live pushes are the ``Publisher``'s job (``dashboard.monitor.live``): state read at push
+time, one message per channel group per tick, numbered.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-import time
+from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import redis
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
-from django.db import transaction
+from django.db import DatabaseError, InterfaceError, connection, transaction
+from django.db.models import F
 
-from dashboard.monitor.models import Event, IngestCursor
+from dashboard.monitor.live import IDLE_PUSH_SECONDS, OVERVIEW_GROUP, Publisher
+from dashboard.monitor.models import Event, EventCounter, IngestCursor
+from workers import events as ev
 from workers import keys
 from workers.events import decode_event
-from workers.inspect import overview
-from workers.redis_types import xread_entries
+from workers.redis_types import Entry, xread_entries
 
 log = logging.getLogger(__name__)
 
+__all__ = ["IDLE_PUSH_SECONDS", "OVERVIEW_GROUP", "Ingester", "store_batch"]
+
 CURSOR = "events"
-OVERVIEW_GROUP = "overview"
-# Push at least this often even without events: production moves lag without events.
-IDLE_PUSH_SECONDS = 2.0
+EVENTS_LOST = "events_lost"
+BACKOFF_INITIAL = 0.5
+BACKOFF_MAX = 10.0
+
+# Event type -> the counter (``/metrics``: ``lockstep_<name>_total``) it bumps.
+COUNTED = {
+    ev.CONSUME_FAILED: "consume_retries",
+    ev.DEAD_LETTERED: "dead_letters",
+    ev.MALFORMED_ENTRY: "dead_letters",  # a malformed entry is dead-lettered with a reason
+    ev.LOCK_ACQUIRED: "lock_owner_changes",
+    ev.FENCING_REJECTED: "fencing_rejections",
+}
 
 
-def read_cursor() -> str:
-    cursor, _ = IngestCursor.objects.get_or_create(name=CURSOR)
-    return cursor.last_id
+def id_key(stream_id: str) -> tuple[int, int]:
+    """A stream ID as a comparable (ms, seq) pair."""
+    ms, _, seq = stream_id.partition("-")
+    return int(ms), int(seq or 0)
 
 
-def store_batch(entries: list[tuple[bytes, dict[bytes, bytes]]]) -> int:
-    """Store one batch and advance the cursor atomically; returns how many were new."""
-    if not entries:
-        return 0
+@dataclass(frozen=True)
+class Cursor:
+    last_id: str
+    position: int | None  # entries ever added up to last_id; None = unknown
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """What ``XINFO STREAM`` said, in the same MULTI as the read it describes."""
+
+    length: int
+    entries_added: int | None  # None before Redis 7.0
+    first_id: str | None
+    last_generated_id: str
+
+    @property
+    def removed(self) -> int | None:
+        """Entries trimmed (or deleted) from the stream since it was created."""
+        return None if self.entries_added is None else self.entries_added - self.length
+
+    @classmethod
+    def parse(cls, reply: Any) -> StreamInfo | None:
+        if not isinstance(reply, dict):  # no stream yet (XINFO answered an error)
+            return None
+        first = reply.get("first-entry")
+        return cls(
+            length=int(reply["length"]),
+            entries_added=int(reply["entries-added"]) if "entries-added" in reply else None,
+            first_id=_text(first[0]) if first else None,
+            last_generated_id=_text(reply["last-generated-id"]),
+        )
+
+
+@dataclass(frozen=True)
+class Gap:
+    after_id: str
+    resumed_at_id: str
+    lost: int | None  # None: a cursor whose position was unknown
+
+
+@dataclass
+class StoredBatch:
+    new_rows: list[Event]
+    cursor: Cursor
+    gap: Gap | None
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def find_gap(info: StreamInfo | None, cursor: Cursor) -> Gap | None:
+    """Entries after ``cursor`` that were removed before they could be read.
+
+    Trimming removes the oldest entries, so everything below the first remaining entry is
+    gone; the cursor lost nothing if that first entry is at or below it. Otherwise the
+    entries lost are those removed minus those up to the cursor (``position``). Before
+    Redis 7.0 (no ``entries-added``) a first entry above a cursor that had stored something
+    is reported as a gap of unknown size."""
+    if info is None or info.removed == 0:
+        return None
+    resumed = info.first_id or info.last_generated_id
+    if id_key(resumed) <= id_key(cursor.last_id):
+        return None
+    if info.removed is None:
+        return Gap(cursor.last_id, resumed, None) if cursor.last_id != "0-0" else None
+    if cursor.position is None:
+        return Gap(cursor.last_id, resumed, None)
+    lost = info.removed - cursor.position
+    return Gap(cursor.last_id, resumed, lost) if lost > 0 else None
+
+
+def next_cursor(cursor: Cursor, info: StreamInfo | None, gap: Gap | None,
+                entries: list[Entry]) -> Cursor:
+    position = cursor.position
+    last_id = cursor.last_id
+    if gap is not None and info is not None:
+        position = info.removed  # every entry below the first remaining one (or unknown)
+        last_id = gap.resumed_at_id if info.first_id is None else last_id
+    if entries:
+        last_id = entries[-1][0].decode()
+        position = None if position is None else position + len(entries)
+    if info is not None and last_id == info.last_generated_id \
+            and info.entries_added is not None:
+        position = info.entries_added  # caught up: exact again, whatever it was
+    return Cursor(last_id, position)
+
+
+def load_cursor() -> Cursor:
+    row, _ = IngestCursor.objects.get_or_create(name=CURSOR,
+                                                defaults={"last_id": "0-0", "position": 0})
+    return Cursor(row.last_id, row.position)
+
+
+def store_batch(entries: list[Entry], cursor: Cursor | None = None,
+                info: StreamInfo | None = None) -> StoredBatch:
+    """Store one batch read after ``cursor`` (with the gap before it, if any), bump the
+    counters and advance the cursor, all in one transaction."""
+    cursor = cursor or load_cursor()
+    gap = find_gap(info, cursor)
+    after = next_cursor(cursor, info, gap, entries)
     rows = [_row(decode_event(entry_id, raw)) for entry_id, raw in entries]
-    last_id = entries[-1][0].decode()
-    ids = [r.stream_id for r in rows]
+    if gap is not None:
+        rows.insert(0, _lost_row(gap))
     with transaction.atomic():
-        known = set(Event.objects.filter(stream_id__in=ids).values_list("stream_id", flat=True))
-        Event.objects.bulk_create([r for r in rows if r.stream_id not in known],
-                                  ignore_conflicts=True, batch_size=500)
-        IngestCursor.objects.update_or_create(name=CURSOR, defaults={"last_id": last_id})
-    return len(rows) - len(known)
+        known = _known_ids([r.stream_id for r in rows])
+        new_rows = [r for r in rows if r.stream_id not in known]
+        Event.objects.bulk_create(new_rows, ignore_conflicts=True, batch_size=500)
+        _bump_counters(new_rows)
+        IngestCursor.objects.update_or_create(
+            name=CURSOR, defaults={"last_id": after.last_id, "position": after.position})
+    if gap is not None:
+        log.error("event stream was trimmed past the ingester's cursor: %s events after %s "
+                  "were lost (resumed at %s); recorded as an %s event",
+                  "an unknown number of" if gap.lost is None else gap.lost, gap.after_id,
+                  gap.resumed_at_id, EVENTS_LOST)
+    return StoredBatch(new_rows, after, gap)
+
+
+def _known_ids(ids: list[str]) -> set[str]:
+    """Which of ``ids`` are stored already (in chunks: old SQLite allows 999 parameters)."""
+    known: set[str] = set()
+    for i in range(0, len(ids), 500):
+        known.update(Event.objects.filter(stream_id__in=ids[i:i + 500])
+                     .values_list("stream_id", flat=True))
+    return known
+
+
+def _bump_counters(rows: list[Event]) -> None:
+    counts: Counter[tuple[str, str, str, int]] = Counter()
+    for row in rows:
+        queue = row.queue if row.queue is not None else -1
+        for name, amount in _counted(row):
+            counts[(name, row.topic, row.group, queue)] += amount
+    for (name, topic, group, queue), amount in sorted(counts.items()):
+        series = EventCounter.objects.filter(name=name, topic=topic, group=group, queue=queue)
+        if not series.update(value=F("value") + amount):
+            EventCounter.objects.create(name=name, topic=topic, group=group, queue=queue,
+                                        value=amount)
+
+
+def _counted(row: Event) -> list[tuple[str, int]]:
+    """The counters one stored event bumps, and by how much."""
+    if row.type == EVENTS_LOST:
+        lost = row.details.get("lost")
+        return [("event_stream_gaps", 1), ("events_lost", lost if isinstance(lost, int) else 0)]
+    name = COUNTED.get(row.type)
+    if name is None:
+        return []
+    if row.type == ev.CONSUME_FAILED:  # one event per retried batch: count its messages
+        offsets = row.details.get("offsets")
+        return [(name, len(offsets) if isinstance(offsets, list) and offsets else 1)]
+    return [(name, 1)]
 
 
 def _row(event: dict[str, Any]) -> Event:
@@ -69,56 +240,102 @@ def _row(event: dict[str, Any]) -> Event:
     )
 
 
+def _lost_row(gap: Gap) -> Event:
+    return Event(stream_id=f"lost:{gap.resumed_at_id}"[:40], type=EVENTS_LOST,
+                 ts=datetime.now(tz=UTC),
+                 details={"after_id": gap.after_id, "resumed_at_id": gap.resumed_at_id,
+                          "lost": gap.lost,
+                          "reason": "the event stream was trimmed (LOCKSTEP_EVENTS_MAXLEN) "
+                                    "past the ingester's cursor"})
+
+
 class Ingester:
+    """Reads ``ls:events`` after the stored cursor, stores, publishes. One per deployment
+    (two would store each event once between them, but number their pushes apart)."""
+
     def __init__(self, client: redis.Redis, *, batch: int = 1000,
                  push_interval: float = 0.5) -> None:
         self.client = client
         self.batch = batch
-        self.push_interval = push_interval
-        self.seq = 0
+        self.publisher = Publisher(client, push_interval)
         self.stored = 0
-        self._dirty = False
-        self._last_push = 0.0
+        self._cursor: Cursor | None = None  # None: read it from the database first
+
+    @property
+    def seq(self) -> int:
+        return self.publisher.seq
 
     def run_once(self, block_ms: int = 200) -> int:
-        """Read and store one batch after the cursor; returns how many entries were read."""
-        last_id = read_cursor()
-        reply = self.client.xread({keys.EVENTS: last_id}, count=self.batch, block=block_ms)
-        entries = xread_entries(reply)
-        if entries:
-            self.stored += store_batch(entries)
-            self._dirty = True
+        """Read and store one batch after the cursor; returns how many entries were read.
+        When there is nothing new, waits up to ``block_ms`` for something to arrive."""
+        if self._cursor is None:
+            self._cursor = load_cursor()
+        info, entries = self._read(self._cursor.last_id)
+        if not entries and find_gap(info, self._cursor) is None:
+            self._sync_position(info)
+            if block_ms:  # (0 would block forever)
+                self.client.xread({keys.EVENTS: self._cursor.last_id}, count=1, block=block_ms)
+            return 0
+        try:
+            batch = store_batch(entries, self._cursor, info)
+        except Exception:
+            self._cursor = None  # the transaction rolled back: trust only the database
+            raise
+        self._cursor = batch.cursor
+        self.stored += sum(1 for r in batch.new_rows if r.type != EVENTS_LOST)
+        self.publisher.record(batch.new_rows, batch.cursor.last_id)
         return len(entries)
 
+    def _sync_position(self, info: StreamInfo | None) -> None:
+        """Caught up: make the stored position exact if it was not (an old cursor)."""
+        assert self._cursor is not None
+        if info is not None and info.entries_added is not None \
+                and self._cursor.last_id == info.last_generated_id \
+                and self._cursor.position != info.entries_added:
+            self._cursor = store_batch([], self._cursor, info).cursor
+
+    def _read(self, after: str) -> tuple[StreamInfo | None, list[Entry]]:
+        pipe = self.client.pipeline(transaction=True)
+        pipe.xinfo_stream(keys.EVENTS)
+        pipe.xread({keys.EVENTS: after}, count=self.batch)
+        info_reply, read_reply = pipe.execute(raise_on_error=False)
+        if isinstance(read_reply, Exception):
+            raise read_reply
+        return StreamInfo.parse(info_reply), xread_entries(read_reply)
+
     def maybe_push(self) -> bool:
-        now = time.monotonic()
-        due = now - self._last_push >= (self.push_interval if self._dirty else IDLE_PUSH_SECONDS)
-        if not due:
+        if not self.publisher.due():
             return False
-        self.push()
+        self.publisher.push()
         return True
 
     def push(self) -> None:
-        self._last_push = time.monotonic()
-        self._dirty = False
-        self.seq += 1
-        layer = get_channel_layer()
-        if layer is None:
-            return
-        message = {"type": "overview.update", "seq": self.seq, "data": overview(self.client)}
-        try:
-            async_to_sync(layer.group_send)(OVERVIEW_GROUP, message)
-        except Exception:  # the channel layer is best effort; pages resync from JSON
-            log.warning("channel layer unavailable; overview push skipped", exc_info=True)
+        self.publisher.push()
 
     def run_forever(self, stop: threading.Event) -> None:
-        backoff = 0.5
+        backoff = BACKOFF_INITIAL
+        failing = False
         while not stop.is_set():
             try:
                 self.run_once()
                 self.maybe_push()
-                backoff = 0.5
-            except redis.RedisError:
-                log.warning("event stream unavailable; retrying in %.1fs", backoff)
+            except (redis.RedisError, DatabaseError, InterfaceError) as exc:
+                failing = True
+                log.warning("ingester: %s unavailable (%s); retrying in %.1fs",
+                            "Redis" if isinstance(exc, redis.RedisError) else "database",
+                            exc, backoff)
+                self._reset_after_error()
                 stop.wait(backoff)
-                backoff = min(backoff * 2, 10.0)
+                backoff = min(backoff * 2, BACKOFF_MAX)
+                continue
+            if failing:
+                log.warning("ingester: recovered; stored up to %s",
+                            self._cursor.last_id if self._cursor else "?")
+                failing = False
+            backoff = BACKOFF_INITIAL
+
+    def _reset_after_error(self) -> None:
+        self._cursor = None
+        with contextlib.suppress(DatabaseError, InterfaceError):
+            connection.close()  # a broken connection is replaced on next use
+

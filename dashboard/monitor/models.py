@@ -47,14 +47,43 @@ class Event(models.Model):
 
 class IngestCursor(models.Model):
     """The last event-stream entry stored, written in the same transaction as the events,
-    so a restarted ingester resumes exactly after it."""
+    so a restarted ingester resumes exactly after it.
+
+    ``position`` counts the stream entries ever added up to ``last_id`` (read or lost),
+    so that when the stream was trimmed past the cursor the ingester can say how many
+    events were lost (stream ``entries-added`` minus what is left minus ``position``).
+    ``None``: unknown (a cursor from before it was tracked); it is set exactly again the
+    next time the ingester catches up with the stream."""
 
     name = models.CharField(max_length=40, unique=True)
     last_id = models.CharField(max_length=40, default="0-0")
+    position = models.BigIntegerField(null=True, blank=True, default=None)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
         return f"{self.name}@{self.last_id}"
+
+
+class EventCounter(models.Model):
+    """A monotonic count of stored events of one kind per (topic, group, queue), bumped by
+    the ingester in the same transaction as the events it counts (so never twice), and
+    never lowered by event retention: the source of the ``/metrics`` counters.
+    ``queue`` is -1 for events that name no queue."""
+
+    name = models.CharField(max_length=64)
+    topic = models.CharField(max_length=128, default="")
+    group = models.CharField(max_length=128, default="")
+    queue = models.IntegerField(default=-1)
+    value = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = (
+            models.UniqueConstraint(fields=("name", "topic", "group", "queue"),
+                                    name="monitor_eventcounter_unique_series"),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.name}{{{self.topic}/{self.group}/{self.queue}}}={self.value}"
 
 
 class Topic(models.Model):

@@ -7,120 +7,32 @@ Screenshots land in ``test-artifacts/`` at the repository root (stable names).""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import redis
-from playwright.sync_api import Browser, Frame, Page, sync_playwright
+from playwright.sync_api import Browser, Page
 
 from tests.dashboard.helpers import produce, running_consumer, wait_until
-from tests.support import free_port
+from tests.dashboard.stack import (
+    ARTIFACTS,
+    TIMEOUT_MS,
+    Navigations,
+    Site,
+    chromium,
+    log_in,
+    running_site,
+)
 from workers import create_topic
 from workers.topics import groups_of, register_group
 
-REPO = Path(__file__).resolve().parents[2]
-ARTIFACTS = REPO / "test-artifacts"
-USER, PASSWORD = "operator", "operator-password-1"
-CHROMIUM_ARGS = ["--no-sandbox", "--headless=new", "--disable-gpu",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-TIMEOUT_MS = 15_000
 ROOT = "document.getElementById('overview')"  # carries seq and why the page last re-read
-
-
-class Site:
-    """The web side as separate processes sharing one environment; each can be stopped
-    and started again (same port) to test what the page does meanwhile."""
-
-    def __init__(self, env: dict[str, str], port: int, logs: Path) -> None:
-        self.env = env
-        self.port = port
-        self.url = f"http://127.0.0.1:{port}"
-        self.logs = logs
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
-
-    def manage(self, *args: str) -> None:
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=self.env,
-                              capture_output=True, text=True, timeout=60)
-        if done.returncode != 0:
-            raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stderr}")
-
-    def start(self, name: str) -> None:
-        commands = {
-            "web": [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
-                    "dashboard.asgi:application"],
-            "ingester": [sys.executable, "manage.py", "ingest_events"],
-        }
-        with open(self.logs / f"{name}.log", "ab") as log:
-            self.procs[name] = subprocess.Popen(commands[name], cwd=REPO, env=self.env,
-                                                stdout=log, stderr=subprocess.STDOUT)
-        if name == "web":
-            self._wait_for_http()
-
-    def stop(self, name: str) -> None:
-        proc = self.procs.pop(name)
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-
-    def stop_all(self) -> None:
-        for name in list(self.procs):
-            self.stop(name)
-
-    def _wait_for_http(self) -> None:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.procs["web"].poll() is not None:
-                raise RuntimeError(f"daphne exited; see {self.logs / 'web.log'}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/login/", timeout=1) as response:
-                    if response.status == 200:
-                        return
-            except (urllib.error.URLError, ConnectionError):
-                time.sleep(0.1)
-        raise RuntimeError(f"daphne did not answer; see {self.logs / 'web.log'}")
 
 
 @pytest.fixture(scope="module")
 def site(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    client = redis.Redis.from_url(redis_url)
-    client.flushall()
-    tmp = tmp_path_factory.mktemp("site")
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO),
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-        "DJANGO_DEBUG": "true",  # daphne serves no static files; Django does under DEBUG
-        "REDIS_URL": redis_url,
-        "CHANNELS_REDIS_URL": redis_url,
-        "CELERY_BROKER_URL": redis_url,
-        "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}",
-        "LOCKSTEP_PUSH_INTERVAL": "0.2",
-        "DEMO_ADMIN_USER": USER,
-        "DEMO_ADMIN_PASSWORD": PASSWORD,
-        "LOG_LEVEL": "WARNING",
-    }
-    site = Site(env, free_port(), tmp)
-    site.manage("migrate", "--noinput")
-    site.manage("bootstrap_demo")
-    create_topic(client, "orders", 8)
-    try:
-        site.start("web")
-        site.start("ingester")
+    with running_site(redis_url, tmp_path_factory.mktemp("site"), {"orders": 8}) as site:
         yield site
-    finally:
-        site.stop_all()
-        client.close()
 
 
 @pytest.fixture(scope="module")
@@ -136,11 +48,8 @@ def consumer(site: Site, redis_url: str) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path="/usr/bin/chromium",
-                                              args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+    with chromium() as browser:
+        yield browser
 
 
 @pytest.fixture
@@ -149,39 +58,13 @@ def page(browser: Browser, site: Site, consumer: None) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
-    page.goto(f"{site.url}/")
-    assert page.url.startswith(f"{site.url}/login/")
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "login.png"))
-    page.fill("#id_username", USER)
-    page.fill("#id_password", PASSWORD)
-    with page.expect_navigation():
-        page.click("button[type=submit]")
-    assert page.url == f"{site.url}/"
+    log_in(page, site, "/", screenshot="login.png")
     page.wait_for_selector("#live-status[data-state=live]")
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     yield page
     context.close()
     assert errors == [], "the page's script raised"
-
-
-class Navigations:
-    """Counts main-frame navigations from now on; a live page should cause none."""
-
-    def __init__(self, page: Page) -> None:
-        self.count = 0
-        page.evaluate("window.__marker = 'no reload since'")
-        page.on("framenavigated", self._seen)
-        self.page = page
-
-    def _seen(self, frame: Frame) -> None:
-        if frame == self.page.main_frame:
-            self.count += 1
-
-    def assert_none(self) -> None:
-        assert self.count == 0
-        assert self.page.evaluate("window.__marker") == "no reload since"
 
 
 def _row(queue: int, group: str = "mailer", topic: str = "orders") -> str:

@@ -6,6 +6,10 @@
 // hints may have been lost, so the page re-reads GET /api/v1/overview, the source of
 // truth, and renders that. Every snapshot carries generated_at_ms (Redis clock): an older
 // snapshot never overwrites a newer one, whichever path it came by.
+//
+// The socket's snapshots carry the live state only; the JSON view adds "stats" (rates,
+// retries, dead letters, stuck queues over the last minute), re-read every few seconds
+// and rendered above each topic's table, with a grid of its queues coloured by lag.
 (function () {
   "use strict";
 
@@ -23,10 +27,15 @@
   // 1000 messages or a minute, the point where an operator should look at it now.
   const LAG_MID = { offsets: 100, seconds: 10 };
   const LAG_HIGH = { offsets: 1000, seconds: 60 };
+  // Stats are per minute and cost a few database queries: every 5 s is fresh enough.
+  const STATS_REFRESH_MS = 5000;
 
   const apiUrl = root.dataset.apiUrl;
   const socketPath = root.dataset.socketPath;
   const loginUrl = root.dataset.loginUrl;
+  const queueUrl = root.dataset.queueUrl || "";
+  const groupUrl = root.dataset.groupUrl || "";
+  const alertsEl = document.getElementById("alerts");
   const topicsEl = document.getElementById("topics");
   const emptyEl = document.getElementById("no-topics");
   const statusEl = document.getElementById("live-status");
@@ -59,6 +68,7 @@
       placeAt(topicsEl, section, index);
     });
     for (const gone of sections.values()) gone.remove();
+    if (data.stats) renderStats(data.stats);
     emptyEl.hidden = data.topics.length > 0;
     if (generated) updatedEl.textContent = "updated " + new Date(generated).toLocaleTimeString();
     painted = true;
@@ -80,6 +90,7 @@
     section.dataset.topic = name;
     const head = el("header", "topic-head");
     head.append(el("h2", "", name), el("span", "topic-meta"), el("ul", "group-totals"));
+    section.append(head, el("div", "topic-stats"), el("div", "queue-grid"));
     const table = el("table", "queues");
     const headRow = el("tr");
     [["Queue", "num"], ["Max offset", "num"], ["Group", ""], ["Lock holder", ""],
@@ -87,13 +98,14 @@
       .forEach(function (col) { headRow.append(el("th", col[1], col[0])); });
     table.append(el("thead"), el("tbody"));
     table.tHead.append(headRow);
-    section.append(head, table);
+    section.append(table);
     return section;
   }
 
   function renderTopic(section, topic) {
     section.querySelector(".topic-meta").textContent = topic.queue_count + " queues";
     renderGroupTotals(section.querySelector(".group-totals"), topic);
+    renderGrid(section.querySelector(".queue-grid"), topic);
     const tbody = section.querySelector("tbody");
     const rows = new Map();
     for (const row of tbody.querySelectorAll(":scope > tr.queue-row")) {
@@ -123,7 +135,8 @@
       const item = el("li", "group-total lag-" + lagLevel(lag, 0));
       item.dataset.group = group;
       item.dataset.lag = String(lag);
-      item.append(el("span", "name", group), el("span", "value", "lag " + numberFormat.format(lag)));
+      item.append(link("name", group, urlFor(groupUrl, topic.name, "GROUP", group)),
+        el("span", "value", "lag " + numberFormat.format(lag)));
       list.append(item);
     }
   }
@@ -133,14 +146,18 @@
     row.dataset.topic = topicName;
     row.dataset.queue = String(queue);
     row.dataset.group = g ? g.group : "";
-    row.append(el("td", "queue num", String(queue)), el("td", "max-offset num"));
+    const queueCell = el("td", "queue num");
+    queueCell.append(link("", String(queue), urlFor(queueUrl, topicName, "QUEUE", queue)));
+    row.append(queueCell, el("td", "max-offset num"));
     if (!g) {
       const none = el("td", "group none", "no consumer group yet");
       none.colSpan = 6;
       row.append(none);
       return row;
     }
-    row.append(el("td", "group", g.group), el("td", "owner"), el("td", "token num"),
+    const groupCell = el("td", "group");
+    groupCell.append(link("", g.group, urlFor(groupUrl, topicName, "GROUP", g.group)));
+    row.append(groupCell, el("td", "owner"), el("td", "token num"),
       el("td", "committed num"), el("td", "lag num"), el("td", "time-lag num"));
     return row;
   }
@@ -168,6 +185,103 @@
       numberFormat.format(g.committed_offset));
     setNumber(row.querySelector(".lag"), g.lag, numberFormat.format(g.lag));
     setNumber(row.querySelector(".time-lag"), g.time_lag_s, formatSeconds(g.time_lag_s));
+  }
+
+  function urlFor(pattern, topic, slot, value) {
+    return pattern.replace("TOPIC", encodeURIComponent(topic))
+      .replace(slot, encodeURIComponent(String(value)));
+  }
+
+  function link(className, text, href) {
+    const a = el("a", className, text);
+    a.href = href;
+    return a;
+  }
+
+  // One row of cells per group, one cell per queue, coloured like the table rows.
+  function renderGrid(grid, topic) {
+    grid.replaceChildren();
+    for (const group of topic.groups) {
+      const row = el("div", "grid-row");
+      row.dataset.group = group;
+      row.append(el("span", "grid-label", group));
+      for (const q of topic.queues) {
+        const g = q.groups.find(function (x) { return x.group === group; });
+        if (!g) continue;
+        const level = lagLevel(g.lag, g.time_lag_s);
+        const cell = link("grid-cell lag-" + level, String(q.queue),
+          urlFor(queueUrl, topic.name, "QUEUE", q.queue));
+        cell.dataset.queue = String(q.queue);
+        cell.dataset.lagLevel = level;
+        cell.dataset.lag = String(g.lag);
+        cell.title = "queue " + q.queue + ": lag " + numberFormat.format(g.lag) + ", " +
+          formatSeconds(g.time_lag_s) + " behind; held by " + (g.owner || "nobody");
+        row.append(cell);
+      }
+      grid.append(row);
+    }
+  }
+
+  function rate(value, unit) {
+    return value === null || value === undefined ? "—" : Number(value).toFixed(1) + unit;
+  }
+
+  function renderStats(stats) {
+    for (const t of stats.topics || []) {
+      const section = topicsEl.querySelector('section.topic[data-topic="' + CSS.escape(t.name) + '"]');
+      if (!section) continue;
+      const box = section.querySelector(".topic-stats");
+      box.replaceChildren();
+      const input = el("span", "topic-in", "in " + rate(t.in_per_s, "/s"));
+      input.dataset.value = t.in_per_s === null ? "" : String(t.in_per_s);
+      input.title = "messages produced per second over the last " + stats.window_s + " s (lag samples)";
+      box.append(input);
+      for (const g of t.groups) {
+        const item = el("span", "group-stats" + (g.stuck ? " has-stuck" : ""));
+        item.dataset.group = g.group;
+        item.dataset.out = String(g.out_per_s);
+        item.dataset.retries = String(g.retries_per_min);
+        item.dataset.deadLetters = String(g.dead_letters);
+        item.dataset.stuck = String(g.stuck);
+        item.append(link("name", g.group, urlFor(groupUrl, t.name, "GROUP", g.group)),
+          el("span", "", "out " + rate(g.out_per_s, "/s")),
+          el("span", "", g.retries_per_min + " retries/min"),
+          el("span", g.dead_letters ? "warn" : "", g.dead_letters + " dead letters"),
+          el("span", g.stuck ? "bad" : "", g.stuck + " stuck"));
+        box.append(item);
+      }
+    }
+    renderAlerts(stats.stuck || []);
+  }
+
+  function renderAlerts(stuck) {
+    if (!alertsEl) return;
+    const list = alertsEl.querySelector("#alert-list");
+    list.replaceChildren();
+    for (const a of stuck) {
+      const item = el("li", "alert");
+      item.dataset.topic = a.topic;
+      item.dataset.group = a.group;
+      item.dataset.queue = String(a.queue);
+      item.dataset.reason = a.reason;
+      item.append(link("", a.topic + " / " + a.group, urlFor(queueUrl, a.topic, "QUEUE", a.queue)),
+        document.createTextNode(" — " + a.why));
+      list.append(item);
+    }
+    alertsEl.dataset.count = String(stuck.length);
+    alertsEl.querySelector(".count").textContent = String(stuck.length);
+    alertsEl.querySelector("#no-alerts").hidden = stuck.length > 0;
+  }
+
+  // Stats only come with the JSON view. Not a resync: it leaves resyncReason alone, and
+  // a 401 is left to the socket's reconnect logic, which owns the signed-out state.
+  function refreshStats() {
+    if (stopped) return;
+    fetch(apiUrl, { headers: { Accept: "application/json" }, credentials: "same-origin",
+      cache: "no-store" })
+      .then(function (response) { return response.ok ? response.json() : null; })
+      .then(function (data) { if (data) render(data); })
+      .catch(function () {});
   }
 
   function setNumber(cell, value, text) {
@@ -331,6 +445,7 @@
   if (initial) render(JSON.parse(initial.textContent));
   connect();
   setInterval(checkStale, 1000);
+  setInterval(refreshStats, STATS_REFRESH_MS);
   window.addEventListener("pagehide", function () {
     stopped = true;
     clearTimeout(retryTimer);

@@ -3,7 +3,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-BENCHMARKS = ("runtime", "ordering")
+BENCHMARKS = ("runtime", "ordering", "dashboard")
 
 
 class Command(BaseCommand):
@@ -14,9 +14,11 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object")
         parser.add_argument("--messages", type=int, default=None,
                             help="runtime: messages per run (20,000); ordering: messages "
-                                 "of the no-op cases (60,000)")
+                                 "of the no-op cases (60,000); dashboard: messages per "
+                                 "events on/off run (200,000)")
         parser.add_argument("--repeats", type=int, default=None,
-                            help="runs per case, medians reported (runtime 3, ordering 5)")
+                            help="runs per case, medians reported (runtime 3, ordering 5, "
+                                 "dashboard 5 of each of on and off)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         messages = options["messages"]
@@ -25,7 +27,11 @@ class Command(BaseCommand):
         repeats = options["repeats"]
         if repeats is not None and repeats < 1:
             raise CommandError("--repeats must be at least 1")
-        if options["name"] == "ordering":
+        if options["name"] == "dashboard":
+            from workers.bench import dashboard
+
+            result = dashboard.run(messages or 200_000, repeats or 5)
+        elif options["name"] == "ordering":
             from workers.bench import ordering
 
             result = ordering.run(messages or 60_000, repeats or 5)

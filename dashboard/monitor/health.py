@@ -1,0 +1,140 @@
+"""The overview's ``stats``: rates in and out, retries, dead letters and stuck queues per
+topic and group, from the live snapshot (Redis) and the stored event history.
+
+A queue is *stuck* when an operator should look at it now:
+- ``no_progress``: it is behind (lag > 0) and the lag samples have shown the same
+  committed offset, behind, for at least ``STUCK_AFTER_S``;
+- ``blocked_key`` (key ordering): a key has been blocked by a failing message for at
+  least ``STUCK_AFTER_S`` (the rest of the queue may still flow).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+
+from dashboard.monitor import queries
+from workers import keys
+from workers.inspect import consumers
+
+# Rates are "per second over the last minute": long enough to smooth the 10 s lag
+# samples and the 0.5 s commit flushes, short enough to show a stall within a minute.
+WINDOW_S = 60
+# RocketMQ expires an unrenewed queue lock after 60 s; a queue that has not moved for as
+# long is as good as unowned, and a blocked key that long will not heal by retrying.
+STUCK_AFTER_S = 60.0
+
+Card = dict[str, Any]
+
+
+def overview_stats(client: redis.Redis, snapshot: dict[str, Any]) -> dict[str, Any]:
+    """``{"window_s", "topics": [{"name", "in_per_s", "groups": [{"group", "out_per_s",
+    "retries_per_min", "dead_letters", "lag", "stuck"}]}], "stuck": [alert, ...]}`` for
+    the topics of ``snapshot`` (``workers.inspect.overview``)."""
+    now_ms = int(snapshot["generated_at_ms"])
+    names = [t["name"] for t in snapshot["topics"]]
+    in_rates = queries.topic_in_rates(names, now_ms, WINDOW_S)
+    committed = queries.committed_counts(names, now_ms, WINDOW_S)
+    retries = queries.retry_counts(names, now_ms, WINDOW_S)
+    dead = dead_letter_counts(client, snapshot)
+    stuck = stuck_queues(snapshot, live_cards(client), now_ms)
+    topics = []
+    for topic in snapshot["topics"]:
+        name = topic["name"]
+        groups = [{
+            "group": group,
+            "out_per_s": round(committed.get((name, group), 0) / WINDOW_S, 3),
+            "retries_per_min": round(retries.get((name, group), 0) * 60 / WINDOW_S),
+            "dead_letters": dead.get((name, group), 0),
+            "lag": sum(g["lag"] for q in topic["queues"] for g in q["groups"]
+                       if g["group"] == group),
+            "stuck": sum(1 for s in stuck if s["topic"] == name and s["group"] == group),
+        } for group in topic["groups"]]
+        topics.append({"name": name, "in_per_s": in_rates.get(name), "groups": groups})
+    return {"window_s": WINDOW_S, "topics": topics, "stuck": stuck}
+
+
+def dead_letter_counts(client: redis.Redis,
+                       snapshot: dict[str, Any]) -> dict[tuple[str, str], int]:
+    """Dead letters waiting per (topic, group): replay and discard delete them, so the
+    length of each queue's dead-letter stream is the count."""
+    cells = [(t["name"], q["queue"], group) for t in snapshot["topics"]
+             for q in t["queues"] for group in t["groups"]]
+    pipe = client.pipeline(transaction=False)
+    for topic, queue, group in cells:
+        pipe.xlen(keys.dead_letters(topic, queue, group))
+    counts: dict[tuple[str, str], int] = {}
+    for (topic, _queue, group), n in zip(cells, pipe.execute(), strict=True):
+        counts[(topic, group)] = counts.get((topic, group), 0) + int(n)
+    return counts
+
+
+def live_cards(client: redis.Redis) -> dict[tuple[str, str, int, str], Card]:
+    """(topic, group, queue, consumer id) -> the consumer's view of that queue, from the
+    live consumers' cards (refreshed every heartbeat)."""
+    cards: dict[tuple[str, str, int, str], Card] = {}
+    for card in consumers(client):
+        for sub in card.get("subscriptions", []):
+            for queue, view in (sub.get("queues") or {}).items():
+                cards[(sub.get("topic", ""), sub.get("group", ""), int(queue),
+                       card["id"])] = view
+    return cards
+
+
+def stuck_queues(snapshot: dict[str, Any], cards: dict[tuple[str, str, int, str], Card],
+                 now_ms: int) -> list[dict[str, Any]]:
+    """Every stuck (topic, group, queue), the longest stuck first."""
+    alerts = []
+    for topic in snapshot["topics"]:
+        for q in topic["queues"]:
+            for g in q["groups"]:
+                where = {"topic": topic["name"], "group": g["group"], "queue": q["queue"]}
+                alerts += _not_moving(where, g, now_ms)
+                card = cards.get((topic["name"], g["group"], q["queue"], g["owner"] or ""))
+                alerts += _blocked(where, card or {}, now_ms)
+    return sorted(alerts, key=lambda a: (a["since_ms"], a["topic"], a["group"], a["queue"]))
+
+
+def _not_moving(where: dict[str, Any], g: dict[str, Any], now_ms: int) -> list[dict[str, Any]]:
+    if g["lag"] <= 0:
+        return []
+    since = queries.not_moving_since(where["topic"], where["group"], where["queue"],
+                                     g["committed_offset"], now_ms)
+    if since is None or now_ms - since < STUCK_AFTER_S * 1000:
+        return []
+    waited = (now_ms - since) / 1000.0
+    return [{**where, "reason": "no_progress", "since_ms": since, "for_s": round(waited, 1),
+             "lag": g["lag"], "committed_offset": g["committed_offset"],
+             "why": f"queue {where['queue']}: lag {g['lag']}, committed offset "
+                    f"{g['committed_offset']} has not moved for {duration(waited)}"}]
+
+
+def _blocked(where: dict[str, Any], card: Card, now_ms: int) -> list[dict[str, Any]]:
+    alerts = []
+    for b in card.get("blocked_keys") or []:
+        since = int(float(b.get("since", 0)) * 1000)
+        waited = (now_ms - since) / 1000.0
+        if not since or waited < STUCK_AFTER_S:
+            continue
+        error = str(b.get("error", ""))
+        alerts.append({
+            **where, "reason": "blocked_key", "since_ms": since, "for_s": round(waited, 1),
+            "key": b.get("key", ""), "offset": b.get("offset"), "retries": b.get("retries", 0),
+            "waiting": b.get("waiting", 0), "error": error,
+            "why": f"queue {where['queue']}, key {b.get('key', '')} blocked at offset "
+                   f"{b.get('offset')} for {duration(waited)}, {b.get('waiting', 0)} "
+                   f"messages behind it, {b.get('retries', 0)} retries, last error: "
+                   f"{error[:200] or '(none)'}",
+        })
+    return alerts
+
+
+def duration(seconds: float) -> str:
+    """``42 s``, ``4 min 5 s``, ``2 h 13 min``: for sentences an operator reads."""
+    s = int(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"

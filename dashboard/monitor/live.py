@@ -1,0 +1,207 @@
+"""Live pushes through the channel layer: coalesced, numbered hints.
+
+Channel-layer messages are at-most-once (``channels_redis`` drops a message when the
+receiving channel is full, about 1,000 a second here) and carry no ordering promise, so
+nothing is ever sent per event. Instead, every ``push`` sends at most one message per
+channel group, each carrying state read from Redis at that moment plus a sequence number
+that counts that group's pushes since the ingester started:
+
+- group ``overview``: ``{"type": "overview.update", "seq", "data": overview()}``;
+- group ``queue_group(topic, queue)``, only for queues that changed since their last push
+  (an event of the queue was stored, or its offsets, lag, owner or token moved):
+  ``{"type": "queue.update", "seq", "data": <as workers.inspect.queue_state>, "events":
+  [<the queue's events stored since its previous update, at most the RECENT_EVENTS
+  latest>]}``. Events are shaped and filtered as in the queue's JSON view
+  (``queries.event_dict``, newest first, without the periodic ``NOISY_TYPES``), except
+  that details over DETAILS_MAX_CHARS keep only their scalar fields (``"truncated":
+  true``);
+- group ``events``: ``{"type": "events.hint", "last_id": <last stream ID stored>}`` when
+  events were stored since the last hint.
+
+A receiver that sees a seq other than the previous one + 1 (a lost message, or a restarted
+ingester starting again at 1) must re-read the JSON view; events may repeat across a
+snapshot and the next update (dedupe by ``id``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import time
+from collections import defaultdict, deque
+from collections.abc import Iterable
+from typing import Any
+
+import redis
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+from dashboard.monitor.models import Event
+from dashboard.monitor.queries import NOISY_TYPES, event_dict
+from workers.errors import UnknownTopicError
+from workers.inspect import overview, topic_state
+
+log = logging.getLogger(__name__)
+
+OVERVIEW_GROUP = "overview"
+EVENTS_GROUP = "events"
+# Events per queue update: enough for a live list to stay complete at the runtime's event
+# rates (commits are coalesced per 100 ms), small enough for a channel-layer message.
+RECENT_EVENTS = 50
+# Push at least this often even without events: production moves lag without events.
+IDLE_PUSH_SECONDS = 2.0
+# Details larger than this (key_state, lanes) are cut down to their scalar fields.
+DETAILS_MAX_CHARS = 1000
+DETAIL_TEXT_MAX = 200
+
+# Channel-layer group names: ASCII letters, digits, '-', '_', '.', shorter than 100.
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
+_SAFE_TOPIC_CHARS = 60
+
+Message = dict[str, Any]
+
+
+def queue_group(topic: str, queue: int) -> str:
+    """The channel group of one queue: ``queue.<topic>.<queue>``. A topic name that is not
+    a valid group name as is (``%``, or too long) is cut down to safe characters and
+    suffixed with a digest of the real name, so two topics never share a group."""
+    safe = _UNSAFE.sub("_", topic)
+    if safe == topic and len(topic) <= _SAFE_TOPIC_CHARS:
+        return f"queue.{topic}.{queue}"
+    digest = hashlib.sha1(topic.encode()).hexdigest()[:10]
+    return f"queue.{safe[:_SAFE_TOPIC_CHARS]}_h{digest}.{queue}"
+
+
+def compact_event(row: Event) -> dict[str, Any]:
+    """``event_dict(row)`` with large details reduced to their (shortened) scalar fields."""
+    data = event_dict(row)
+    data["details"] = compact_details(row.details)
+    return data
+
+
+def compact_details(details: dict[str, Any]) -> dict[str, Any]:
+    if len(json.dumps(details, default=str)) <= DETAILS_MAX_CHARS:
+        return details
+    out: dict[str, Any] = {"truncated": True}
+    for name, value in details.items():
+        if isinstance(value, str):
+            out[name] = value[:DETAIL_TEXT_MAX]
+        elif isinstance(value, bool | int | float) or value is None:
+            out[name] = value
+    return out
+
+
+def _signature(queue: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes a queue worth a push without events: produced, committed, parked, owner."""
+    return (queue["max_offset"], tuple(
+        (g["group"], g["committed_offset"], g["completed_above"], g["parked"], g["owner"],
+         g["token"]) for g in queue["groups"]))
+
+
+class Publisher:
+    """Collects what the ingester stored and sends the coalesced pushes. Not thread-safe:
+    one ingester thread owns it."""
+
+    def __init__(self, client: redis.Redis, interval: float = 0.5) -> None:
+        self.client = client
+        self.interval = interval
+        self.seq = 0
+        self.queue_seq: dict[tuple[str, int], int] = defaultdict(int)
+        self._pending: dict[tuple[str, int], deque[Event]] = {}
+        self._signatures: dict[tuple[str, int], tuple[Any, ...]] = {}
+        self._last_id = ""
+        self._hinted_id = ""
+        self._dirty = False
+        self._last_push = 0.0
+
+    def record(self, rows: Iterable[Event], last_id: str) -> None:
+        """Remember newly stored events (their queues are pushed at the next tick)."""
+        for row in rows:
+            # Periodic events (samples, lane and key snapshots) change nothing a push
+            # shows that the state signature would not catch.
+            if row.topic and row.queue is not None and row.type not in NOISY_TYPES:
+                recent = self._pending.setdefault((row.topic, row.queue),
+                                                  deque(maxlen=RECENT_EVENTS))
+                recent.appendleft(row)  # shaped at push time: most are dropped before
+        self._last_id = last_id
+        self._dirty = True
+
+    def due(self) -> bool:
+        wait = self.interval if self._dirty else IDLE_PUSH_SECONDS
+        return time.monotonic() - self._last_push >= wait
+
+    def push(self) -> int:
+        """Read the state of what changed and send it; returns how many messages were sent
+        to the channel layer. Redis errors propagate (the caller backs off)."""
+        self._last_push = time.monotonic()
+        self._dirty = False
+        messages = self._collect()
+        layer = get_channel_layer()
+        if layer is None:
+            return 0
+        return int(async_to_sync(_send_all)(layer, messages))
+
+    def _collect(self) -> list[tuple[str, Message]]:
+        snapshot = overview(self.client)
+        self.seq += 1
+        messages: list[tuple[str, Message]] = [
+            (OVERVIEW_GROUP, {"type": "overview.update", "seq": self.seq, "data": snapshot})]
+        changed = set(self._pending)
+        for topic in snapshot["topics"]:
+            for q in topic["queues"]:
+                where = (topic["name"], q["queue"])
+                signature = _signature(q)
+                if self._signatures.get(where) != signature:
+                    self._signatures[where] = signature
+                    changed.add(where)
+        messages += self._queue_messages(changed)
+        if self._last_id and self._last_id != self._hinted_id:
+            self._hinted_id = self._last_id
+            messages.append((EVENTS_GROUP, {"type": "events.hint", "last_id": self._last_id}))
+        return messages
+
+    def _queue_messages(self, changed: set[tuple[str, int]]) -> list[tuple[str, Message]]:
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for topic, queue in sorted(changed):
+            by_topic[topic].append(queue)
+        out: list[tuple[str, Message]] = []
+        for topic, queues in by_topic.items():
+            try:
+                state = topic_state(self.client, topic)
+            except UnknownTopicError:  # events may name a topic that was never created
+                for queue in queues:
+                    self._pending.pop((topic, queue), None)
+                continue
+            for queue in queues:
+                rows = self._pending.pop((topic, queue), ())
+                if 0 <= queue < state["queue_count"]:
+                    events = [compact_event(row) for row in rows]
+                    out.append(self._queue_message(state, queue, events))
+        return out
+
+    def _queue_message(self, state: dict[str, Any], queue: int,
+                       events: list[dict[str, Any]]) -> tuple[str, Message]:
+        topic = state["name"]
+        self.queue_seq[(topic, queue)] += 1
+        q = state["queues"][queue]
+        # The same shape as workers.inspect.queue_state, sliced from one topic read.
+        data = {"topic": topic, "queue": queue, "max_offset": q["max_offset"],
+                "generated_at_ms": state["generated_at_ms"], "groups": q["groups"]}
+        return queue_group(topic, queue), {"type": "queue.update",
+                                           "seq": self.queue_seq[(topic, queue)],
+                                           "data": data, "events": events}
+
+
+async def _send_all(layer: Any, messages: list[tuple[str, Message]]) -> int:
+    """Send every message; one that fails is logged and skipped (they are hints)."""
+    sent = 0
+    for group, message in messages:
+        try:
+            await layer.group_send(group, message)
+            sent += 1
+        except Exception:
+            log.warning("channel layer unavailable; %s push skipped", group, exc_info=True)
+            break  # the rest would fail the same way; the next tick tries again
+    return sent

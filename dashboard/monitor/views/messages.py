@@ -1,0 +1,66 @@
+"""Message lookup: by key, or by (queue, offset); each message's state per group and its
+history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+
+from dashboard.monitor import lookup, queries
+from dashboard.monitor.redis_conn import get_redis
+from dashboard.monitor.views.common import (
+    BadParameter,
+    NotFound,
+    api_view,
+    int_param,
+    page_view,
+    text_param,
+    topic_queue_count,
+)
+from workers.topics import list_topics
+
+MAX_MESSAGES = 200
+
+
+def build_messages(request: HttpRequest) -> dict[str, Any]:
+    """``?topic=&key=`` or ``?topic=&queue=&offset=``: ``{"topic", "queue", "key", "by",
+    "max_offset", "messages": [{..., "states": [...]}], "history": [...]}``; see README
+    "Dashboard pages and JSON API"."""
+    params = request.GET
+    topic = text_param(params.get("topic"), "topic", max_length=128)
+    key = text_param(params.get("key"), "key")
+    queue = int_param(params.get("queue"), "queue")
+    offset = int_param(params.get("offset"), "offset")
+    limit = int_param(params.get("limit"), "limit", default=50, minimum=1,
+                      maximum=MAX_MESSAGES) or 50
+    if not topic:
+        raise BadParameter("topic is required")
+    if key and (queue is not None or offset is not None):
+        raise BadParameter("give either key, or queue and offset, not both")
+    if not key and (queue is None or offset is None):
+        raise BadParameter("give key, or queue and offset")
+    client = get_redis()
+    topic_queue_count(client, topic)
+    if key:
+        found = lookup.by_key(client, topic, key, limit)
+        return {**found, "by": "key", "history": queries.key_history(topic, key)}
+    assert queue is not None and offset is not None
+    try:
+        found = lookup.by_offset(client, topic, queue, offset)
+    except (ValueError, lookup.MessageNotFound) as exc:
+        raise NotFound(str(exc)) from None
+    history = queries.offset_history(topic, queue, found["key"], offset)
+    return {**found, "by": "offset", "history": history}
+
+
+def build_lookup_page(request: HttpRequest) -> dict[str, Any]:
+    """The lookup, plus the topics for the form; without a query only the form."""
+    topics = [t.name for t in list_topics(get_redis())]
+    if not any(request.GET.get(name) for name in ("key", "queue", "offset")):
+        return {"by": None, "messages": [], "history": [], "topics": topics}
+    return {**build_messages(request), "topics": topics}
+
+
+messages_page = page_view("monitor/messages.html", build_lookup_page)
+messages_api = api_view(build_messages)

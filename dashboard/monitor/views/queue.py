@@ -1,0 +1,81 @@
+"""One queue: live state per group, offset/lag history for the chart, the lock-ownership
+timeline, recent events and the messages being retried."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+from django.http import HttpRequest
+
+from dashboard.monitor import queries
+from dashboard.monitor.redis_conn import get_redis
+from dashboard.monitor.routing import QUEUE_SOCKET_PATH
+from dashboard.monitor.views.common import api_view, int_param, page_view, queue_param
+from workers.broker import Broker
+from workers.inspect import queue_state
+from workers.message import MalformedEntry, decode_entry
+
+# The chart and timeline cover the last quarter hour by default: about 90 lag samples,
+# the scale at which an operator reads "is it moving". At most a day.
+DEFAULT_MINUTES = 15
+MAX_MINUTES = 1440
+
+
+def build_queue(request: HttpRequest, topic: str, queue: str) -> dict[str, Any]:
+    """``queue_state`` (``topic``, ``queue``, ``max_offset``, ``generated_at_ms``,
+    ``groups``) plus ``minutes``, ``since_ms``, ``series``, ``timeline``, ``rebalances``,
+    ``events`` and ``problems``; see README "Dashboard pages and JSON API"."""
+    client = get_redis()
+    q = queue_param(client, topic, queue)
+    minutes = int_param(request.GET.get("minutes"), "minutes", default=DEFAULT_MINUTES,
+                        minimum=1, maximum=MAX_MINUTES)
+    assert minutes is not None
+    state = queue_state(client, topic, q)
+    since = state["generated_at_ms"] - minutes * 60_000
+    owners = {g["group"]: (g["owner"], g["token"]) for g in state["groups"] if g["owner"]}
+    return {
+        **state,
+        "minutes": minutes,
+        "since_ms": since,
+        "socket_path": QUEUE_SOCKET_PATH.format(topic=topic, queue=q),
+        "series": queries.queue_series(topic, q, since),
+        "timeline": queries.lock_timeline(topic, q, since, owners),
+        "rebalances": queries.rebalances(topic, q, since),
+        "events": queries.recent_events(topic, q),
+        "problems": problems(client, state),
+    }
+
+
+def problems(client: redis.Redis, state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The messages being retried, per group, with their last error: under key ordering
+    each blocked key's message; under queue ordering the head of the queue (the message at
+    the committed offset) while its retry count is above zero."""
+    out = []
+    for g in state["groups"]:
+        if "blocked_keys" in g:
+            out += [{"group": g["group"], "kind": "blocked", "key": b.get("key", ""),
+                     "offset": b.get("offset"), "retries": b.get("retries", 0),
+                     "waiting": b.get("waiting", 0), "error": b.get("error", ""),
+                     "since_ms": int(float(b.get("since", 0)) * 1000)}
+                    for b in g["blocked_keys"]]
+        elif g.get("retries", 0) > 0:
+            offset = g["committed_offset"]
+            out.append({"group": g["group"], "kind": "retrying",
+                        "key": _key_at(client, state["topic"], state["queue"], offset),
+                        "offset": offset, "retries": g["retries"], "waiting": None,
+                        "error": g.get("last_error", ""), "since_ms": None})
+    return out
+
+
+def _key_at(client: redis.Redis, topic: str, queue: int, offset: int) -> str:
+    for entry_id, fields in Broker(client).read_from(topic, queue, offset, 1):
+        try:
+            return decode_entry(topic, queue, entry_id, fields).key
+        except (MalformedEntry, ValueError):
+            return ""
+    return ""
+
+
+queue_page = page_view("monitor/queue.html", build_queue)
+queue_api = api_view(build_queue)

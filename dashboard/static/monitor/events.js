@@ -1,0 +1,154 @@
+// Event feed: new events at the top, live, filterable, pausable.
+//
+// GET /api/v1/events?<filters>&after=<last stream ID shown> is the source of truth: the
+// page asks it every second (at once again while it answers has_more), so no event is
+// skipped whatever the rate. The /ws/events/ socket, when there, only hints that events
+// up to some ID were stored, so the page asks sooner. Paused, the page asks nothing; on
+// resume it catches up from where it stopped.
+(function () {
+  "use strict";
+
+  const root = document.getElementById("feed");
+  if (!root) return;
+
+  const POLL_MS = 1000;
+  // The table keeps the newest rows only: a browser tab left open on a busy feed must not
+  // grow without bound.
+  const MAX_ROWS = 500;
+  // A missing hint socket is retried slowly: polling already keeps the feed live.
+  const SOCKET_RETRY_MS = 10000;
+
+  const apiUrl = root.dataset.apiUrl;
+  const form = document.getElementById("feed-filters");
+  const rowsEl = document.getElementById("event-rows");
+  const emptyEl = document.getElementById("feed-empty");
+  const countEl = document.getElementById("feed-count");
+  const toggle = document.getElementById("feed-toggle");
+  const statusEl = document.getElementById("live-status");
+  const statusLabel = statusEl.querySelector(".label");
+  let lastId = root.dataset.lastId || "";
+  let paused = false;
+  let inFlight = false;
+  let signedOut = false;
+
+  function filters() {
+    const params = new URLSearchParams();
+    for (const [name, value] of new FormData(form)) {
+      if (String(value).trim() !== "") params.set(name, String(value).trim());
+    }
+    return params;
+  }
+
+  function setState(state, text) {
+    statusEl.dataset.state = state;
+    statusLabel.textContent = text;
+  }
+
+  function cell(className, text) {
+    const td = document.createElement("td");
+    if (className) td.className = className;
+    td.textContent = text === null || text === undefined ? "" : String(text);
+    return td;
+  }
+
+  function row(e) {
+    const tr = document.createElement("tr");
+    tr.className = "event-row fresh";
+    tr.dataset.id = e.id;
+    tr.dataset.type = e.type;
+    const when = cell("when mono", new Date(e.ts_ms).toISOString().slice(11, 23));
+    when.title = e.ts;
+    const type = cell("");
+    const badge = document.createElement("span");
+    badge.className = "badge type-" + e.type;
+    badge.textContent = e.type;
+    type.append(badge);
+    let details = JSON.stringify(e.details || {});
+    if (details.length > 300) details = details.slice(0, 299) + "…";
+    tr.append(when, type, cell("", e.topic), cell("", e.group), cell("num", e.queue),
+      cell("mono", e.key), cell("num", e.token), cell("mono consumer", e.consumer),
+      cell("details mono", details));
+    return tr;
+  }
+
+  function show(events, replace) {
+    if (replace) rowsEl.replaceChildren();
+    for (const e of events) {
+      if (rowsEl.querySelector('tr[data-id="' + CSS.escape(e.id) + '"]')) continue;
+      rowsEl.prepend(row(e));
+    }
+    while (rowsEl.rows.length > MAX_ROWS) rowsEl.deleteRow(-1);
+    countEl.textContent = String(rowsEl.rows.length);
+    emptyEl.hidden = rowsEl.rows.length > 0;
+  }
+
+  function poll(replace) {
+    if ((paused && !replace) || inFlight || signedOut) return;
+    inFlight = true;
+    const params = filters();
+    if (lastId && !replace) params.set("after", lastId);
+    params.set("limit", "500");
+    fetch(apiUrl + "?" + params.toString(), {
+      headers: { Accept: "application/json" }, credentials: "same-origin", cache: "no-store",
+    })
+      .then(function (response) {
+        if (response.status === 401) {
+          signedOut = true;
+          setState("signed-out", "");
+          const link = document.createElement("a");
+          link.href = root.dataset.loginUrl;
+          link.textContent = "signed out — log in again";
+          statusLabel.replaceChildren(link);
+          return null;
+        }
+        if (!response.ok) throw new Error("events API answered " + response.status);
+        return response.json();
+      })
+      .then(function (data) {
+        if (!data) return;
+        // A cursor the server no longer stores (pruned): start the list over.
+        show(data.events, replace || !data.cursor_found);
+        lastId = data.last_id || lastId;
+        root.dataset.lastId = lastId;
+        root.dataset.polls = String(Number(root.dataset.polls || 0) + 1);
+        if (!paused) setState("live", "live");
+        if (data.has_more) setTimeout(function () { poll(false); }, 0);
+      })
+      .catch(function () { setState("reconnecting", "reconnecting"); })
+      .finally(function () { inFlight = false; });
+  }
+
+  function setPaused(value) {
+    paused = value;
+    root.dataset.state = paused ? "paused" : "live";
+    toggle.textContent = paused ? "Resume" : "Pause";
+    toggle.setAttribute("aria-pressed", paused ? "true" : "false");
+    setState(paused ? "paused" : "live", paused ? "paused" : "live");
+    if (!paused) poll(false);
+  }
+
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    const params = filters();
+    history.replaceState(null, "", location.pathname + (params.toString() ? "?" + params : ""));
+    lastId = "";
+    root.dataset.filtered = params.toString();
+    poll(true);
+  });
+  toggle.addEventListener("click", function () { setPaused(!paused); });
+
+  function listen() {
+    if (!root.dataset.socketPath || !window.WebSocket) return;
+    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    const ws = new WebSocket(scheme + location.host + root.dataset.socketPath);
+    ws.onmessage = function (event) {
+      let hint;
+      try { hint = JSON.parse(event.data); } catch (e) { return; }
+      if (hint && hint.type === "events" && hint.last_id !== lastId) poll(false);
+    };
+    ws.onclose = function () { if (!signedOut) setTimeout(listen, SOCKET_RETRY_MS); };
+  }
+
+  setInterval(function () { poll(false); }, POLL_MS);
+  listen();
+})();

@@ -1,0 +1,381 @@
+// Queue page: live state per group, a uPlot chart of offsets and lag, the lock-ownership
+// timeline, retried messages and recent events.
+//
+// GET /api/v1/topics/<t>/queues/<q> is the source of truth (history, timeline, state).
+// The socket /ws/queues/<t>/<q>/ sends {"type": "queue", "seq", "data": queue_state,
+// "events"} hints: each appends a live point to the chart and updates the table; a gap
+// in seq (or a reconnect) re-reads the JSON view. Without a socket (not there, or dead)
+// the page re-reads the JSON view every 2 s instead, so it stays live either way.
+(function () {
+  "use strict";
+
+  const root = document.getElementById("queue");
+  const initial = document.getElementById("queue-data");
+  if (!root || !initial) return;
+
+  const POLL_MS = 2000; // fallback refresh while there is no socket
+  // With a socket, the timeline, retried messages and commit history are still re-read
+  // from the JSON view now and then: the hints carry live state, not history.
+  const REFRESH_MS = 10000;
+  const BACKOFF_MIN_MS = 500;
+  const BACKOFF_MAX_MS = 10000;
+  const MAX_EVENTS = 50;
+  const NOISY = new Set(["lag_sampled", "key_state", "lanes"]);
+
+  const apiUrl = root.dataset.apiUrl;
+  const chartEl = document.getElementById("queue-chart");
+  const groupSelect = document.getElementById("chart-group");
+  const timelineEl = document.getElementById("lock-timeline");
+  const statusEl = document.getElementById("live-status");
+  const statusLabel = statusEl.querySelector(".label");
+  const updatedEl = document.getElementById("updated-at");
+  const eventsEl = document.getElementById("queue-events");
+  const numberFormat = new Intl.NumberFormat("en-US");
+
+  let data = JSON.parse(initial.textContent);
+  let group = groupSelect ? groupSelect.value : (data.groups[0] || {}).group;
+  let points = [];
+  let chart = null;
+  let stopped = false;
+
+  // ---- formatting ----------------------------------------------------------------------
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function seconds(s) {
+    if (s === null || s === undefined) return "—";
+    if (s < 10) return Number(s).toFixed(1) + " s";
+    if (s < 60) return Math.floor(s) + " s";
+    if (s < 3600) return Math.floor(s / 60) + " min " + Math.floor(s % 60) + " s";
+    return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
+  }
+
+  function clock(ms) { return new Date(ms).toISOString().slice(11, 19); }
+
+  function setState(state, text) {
+    statusEl.dataset.state = state;
+    statusLabel.textContent = text;
+  }
+
+  // ---- the chart -----------------------------------------------------------------------
+
+  function pointsFor(snapshot) {
+    const out = ((snapshot.series || {})[group] || []).map(function (p) { return p.slice(); });
+    const live = liveRow(snapshot);
+    if (live) addPoint(out, live);
+    return out;
+  }
+
+  function liveRow(state) {
+    const g = (state.groups || []).find(function (x) { return x.group === group; });
+    return g ? [state.generated_at_ms, state.max_offset, g.committed_offset, g.lag] : null;
+  }
+
+  // Points stay in time order (uPlot needs it); one at the same or an older time than the
+  // newest merges into it.
+  function addPoint(list, point) {
+    const last = list[list.length - 1];
+    if (last && point[0] <= last[0]) {
+      for (let i = 1; i < 4; i++) if (point[i] !== null) last[i] = point[i];
+      return;
+    }
+    list.push(point);
+  }
+
+  function columns() {
+    const since = data.generated_at_ms - data.minutes * 60000;
+    const kept = points.filter(function (p) { return p[0] >= since; });
+    return [0, 1, 2, 3].map(function (i) {
+      return kept.map(function (p) { return i === 0 ? p[0] / 1000 : p[i]; });
+    });
+  }
+
+  function drawChart() {
+    if (!window.uPlot) return;
+    const cols = columns();
+    if (!chart) {
+      chart = new window.uPlot({
+        width: Math.max(300, chartEl.clientWidth), height: 260,
+        scales: { x: { time: true }, off: {}, lag: {} },
+        series: [
+          {},
+          { label: "max offset", scale: "off", stroke: "#5b7cfa", width: 2, spanGaps: true },
+          { label: "committed", scale: "off", stroke: "#1a9d5a", width: 2, spanGaps: true },
+          { label: "lag", scale: "lag", stroke: "#d0393e", width: 1.5, spanGaps: true,
+            fill: "rgba(208, 57, 62, 0.08)" },
+        ],
+        axes: [{}, { scale: "off" }, { scale: "lag", side: 1, grid: { show: false } }],
+      }, cols, chartEl);
+      window.lockstepQueueChart = chart;
+      window.addEventListener("resize", function () {
+        chart.setSize({ width: Math.max(300, chartEl.clientWidth), height: 260 });
+      });
+    } else {
+      chart.setData(cols);
+    }
+    chartEl.dataset.points = String(cols[0].length);
+    chartEl.dataset.committedPoints = String(cols[2].filter(function (v) { return v !== null; }).length);
+  }
+
+  // ---- live state ----------------------------------------------------------------------
+
+  function renderGroups(state) {
+    for (const g of state.groups || []) {
+      const row = document.querySelector('#queue-groups tr.queue-group[data-group="' + CSS.escape(g.group) + '"]');
+      if (!row) continue;
+      row.querySelector(".owner").textContent = g.owner || "—";
+      row.querySelector(".token").textContent = String(g.token);
+      row.querySelector(".lock-age").textContent = g.lock_age_ms === null ? "—" : seconds(g.lock_age_ms / 1000);
+      row.querySelector(".expires").textContent = g.lock_expires_in_ms === null ? "—" : seconds(g.lock_expires_in_ms / 1000);
+      setNumber(row.querySelector(".committed"), g.committed_offset);
+      setNumber(row.querySelector(".max-offset"), state.max_offset);
+      setNumber(row.querySelector(".lag"), g.lag);
+      row.querySelector(".time-lag").textContent = seconds(g.time_lag_s);
+      const badge = el("span", "badge state-" + g.state, g.state);
+      row.querySelector(".state").replaceChildren(badge);
+      row.querySelector(".retries").textContent = String(g.retries);
+      const error = row.querySelector(".last-error");
+      error.textContent = (g.last_error || "").slice(0, 80);
+      error.title = g.last_error || "";
+    }
+    updatedEl.textContent = "updated " + clock(state.generated_at_ms) + " UTC";
+  }
+
+  function setNumber(cell, value) {
+    cell.dataset.value = String(value);
+    cell.textContent = numberFormat.format(value);
+  }
+
+  function renderProblems(problems) {
+    const table = document.getElementById("queue-problems");
+    const body = table.tBodies[0];
+    body.replaceChildren();
+    for (const p of problems) {
+      const tr = el("tr", "problem");
+      tr.dataset.group = p.group;
+      tr.dataset.key = p.key;
+      tr.dataset.offset = String(p.offset);
+      const kind = el("td");
+      kind.append(el("span", "badge state-" + p.kind, p.kind));
+      tr.append(el("td", "", p.group), kind, el("td", "mono", p.key), el("td", "num", p.offset),
+        el("td", "num", p.retries), el("td", "num", p.waiting === null ? "—" : p.waiting),
+        el("td", "error-text", (p.error || "").slice(0, 120)));
+      body.append(tr);
+    }
+    table.hidden = problems.length === 0;
+    document.getElementById("no-problems").hidden = problems.length > 0;
+  }
+
+  function eventRow(e) {
+    const tr = el("tr", "event-row");
+    tr.dataset.id = e.id;
+    tr.dataset.type = e.type;
+    const ms = e.ts_ms || Date.parse(e.ts);
+    const type = el("td");
+    type.append(el("span", "badge type-" + e.type, e.type));
+    let details = JSON.stringify(e.details || {});
+    if (details.length > 300) details = details.slice(0, 299) + "…";
+    tr.append(el("td", "when mono", new Date(ms).toISOString().slice(11, 23)), type,
+      el("td", "", e.topic), el("td", "", e.group), el("td", "num", e.queue),
+      el("td", "mono", e.key), el("td", "num", e.token), el("td", "mono consumer", e.consumer),
+      el("td", "details mono", details));
+    return tr;
+  }
+
+  // ``events`` oldest first; the table shows the newest first.
+  function renderEvents(events, replace) {
+    if (replace) eventsEl.replaceChildren();
+    for (const e of events) {
+      if (NOISY.has(e.type)) continue;
+      if (eventsEl.querySelector('tr[data-id="' + CSS.escape(e.id) + '"]')) continue;
+      eventsEl.prepend(eventRow(e));
+    }
+    while (eventsEl.rows.length > MAX_EVENTS) eventsEl.deleteRow(-1);
+  }
+
+  // ---- the lock timeline ----------------------------------------------------------------
+
+  // The track spans the window, or less when the first ownership or rebalance in it came
+  // later (a young queue): a lock held for ten seconds should not be a one-pixel sliver.
+  function timelineStart(snapshot) {
+    const times = (snapshot.timeline || []).map(function (i) { return i.start_ms; })
+      .concat((snapshot.rebalances || []).map(function (r) { return r.at_ms; }));
+    if (times.length === 0) return snapshot.since_ms;
+    const earliest = Math.min.apply(null, times);
+    const pad = (snapshot.generated_at_ms - earliest) * 0.05;
+    return Math.max(snapshot.since_ms, earliest - pad);
+  }
+
+  function renderTimeline(snapshot) {
+    const since = timelineStart(snapshot);
+    const now = snapshot.generated_at_ms;
+    const span = Math.max(1, now - since);
+    const pos = function (t) { return Math.min(100, Math.max(0, (t - since) / span * 100)); };
+    const lanes = new Map();
+    for (const i of snapshot.timeline || []) {
+      const name = i.group + "\u0000" + i.consumer;
+      if (!lanes.has(name)) lanes.set(name, []);
+      lanes.get(name).push(i);
+    }
+    const rows = [];
+    for (const [name, intervals] of lanes) {
+      const [groupName, consumer] = name.split("\u0000");
+      const row = el("div", "timeline-row");
+      row.dataset.group = groupName;
+      row.dataset.consumer = consumer;
+      const label = el("div", "timeline-label", groupName + " · " + consumer);
+      label.title = consumer;
+      const track = el("div", "timeline-track");
+      for (const i of intervals) {
+        const end = i.end_ms === null ? now : i.end_ms;
+        if (end < since) continue;
+        const bar = el("div", "lock-bar" + (i.live ? " live" : "") +
+          (i.end_ms === null && !i.live ? " unseen-end" : ""));
+        bar.dataset.consumer = i.consumer;
+        bar.dataset.token = String(i.token);
+        bar.dataset.endReason = i.end_reason || "";
+        bar.style.left = pos(i.start_ms) + "%";
+        bar.style.width = Math.max(0.4, pos(end) - pos(i.start_ms)) + "%";
+        bar.title = "token " + i.token + ": " + clock(i.start_ms) + " → " +
+          (i.live ? "now (holds it)" : i.end_ms === null ? "? (" + i.end_reason + ")" :
+            clock(i.end_ms) + " (" + i.end_reason + ")");
+        track.append(bar);
+      }
+      row.append(label, track);
+      rows.push(row);
+    }
+    const marks = el("div", "timeline-row rebalances");
+    marks.append(el("div", "timeline-label", "rebalances"));
+    const markTrack = el("div", "timeline-track");
+    for (const r of snapshot.rebalances || []) {
+      const mark = el("div", "rebalance-mark " + r.change);
+      mark.style.left = pos(r.at_ms) + "%";
+      mark.title = clock(r.at_ms) + ": " + r.change + " to " + r.consumer + " (" +
+        r.members.length + " members)";
+      markTrack.append(mark);
+    }
+    marks.append(markTrack);
+    const axis = el("div", "timeline-axis");
+    axis.append(el("span", "", clock(since) + " UTC"), el("span", "", "now"));
+    if (rows.length === 0) rows.push(el("p", "empty-inline", "No lock was held in this window."));
+    timelineEl.replaceChildren(...rows, marks, axis);
+    timelineEl.dataset.bars = String(timelineEl.querySelectorAll(".lock-bar").length);
+  }
+
+  // ---- whole snapshots (the JSON view) ---------------------------------------------------
+
+  function renderAll(snapshot) {
+    data = snapshot;
+    points = pointsFor(snapshot);
+    drawChart();
+    renderGroups(snapshot);
+    renderTimeline(snapshot);
+    renderProblems(snapshot.problems || []);
+    renderEvents((snapshot.events || []).slice().reverse(), true);
+  }
+
+  let reading = null;
+  function reread(reason) {
+    if (reading || stopped) return reading;
+    reading = fetch(apiUrl, { headers: { Accept: "application/json" },
+      credentials: "same-origin", cache: "no-store" })
+      .then(function (response) {
+        if (response.status === 401) { signOut(); return null; }
+        if (!response.ok) throw new Error("queue API answered " + response.status);
+        return response.json();
+      })
+      .then(function (snapshot) {
+        if (!snapshot) return;
+        renderAll(snapshot);
+        root.dataset.rereads = String(Number(root.dataset.rereads || 0) + 1);
+        root.dataset.rereadReason = reason;
+        if (!socketOpen()) setState("polling", "live (polling)");
+      })
+      .catch(function () { if (!socketOpen()) setState("reconnecting", "reconnecting"); })
+      .finally(function () { reading = null; });
+    return reading;
+  }
+
+  function signOut() {
+    stopped = true;
+    if (socket) socket.close();
+    setState("signed-out", "");
+    const link = el("a", "", "signed out — log in again");
+    link.href = root.dataset.loginUrl;
+    statusLabel.replaceChildren(link);
+  }
+
+  // ---- the socket (hints) ----------------------------------------------------------------
+
+  let socket = null;
+  let lastSeq = null;
+  let everOpened = false;
+  let backoffMs = BACKOFF_MIN_MS;
+
+  function socketOpen() { return socket !== null && socket.readyState === WebSocket.OPEN; }
+
+  function connect() {
+    if (stopped) return;
+    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    const ws = new WebSocket(scheme + location.host + root.dataset.socketPath);
+    socket = ws;
+    ws.onopen = function () {
+      lastSeq = null;
+      setState("live", "live");
+      root.dataset.socket = "open";
+      if (everOpened) reread("reconnect");
+      everOpened = true;
+    };
+    ws.onmessage = function (event) {
+      let message;
+      try { message = JSON.parse(event.data); } catch (e) { return; }
+      if (!message || message.type !== "queue") return;
+      backoffMs = BACKOFF_MIN_MS;
+      const seq = Number(message.seq);
+      root.dataset.seq = String(seq);
+      const gap = seq !== 0 && lastSeq !== null && seq !== lastSeq + 1;
+      lastSeq = seq === 0 ? null : seq;
+      if (gap) { reread("gap"); return; }
+      onHint(message);
+    };
+    ws.onclose = function () {
+      if (socket === ws) socket = null;
+      root.dataset.socket = "closed";
+      if (stopped) return;
+      setTimeout(connect, backoffMs);
+      backoffMs = Math.min(backoffMs * 2, BACKOFF_MAX_MS);
+    };
+  }
+
+  function onHint(message) {
+    const state = message.data;
+    if (!state || state.generated_at_ms < data.generated_at_ms) return;
+    data = Object.assign({}, data, { generated_at_ms: state.generated_at_ms,
+      max_offset: state.max_offset, groups: state.groups });
+    const live = liveRow(state);
+    if (live) addPoint(points, live);
+    drawChart();
+    renderGroups(state);
+    renderEvents(message.events || [], false);
+    root.dataset.hints = String(Number(root.dataset.hints || 0) + 1);
+  }
+
+  if (groupSelect) {
+    groupSelect.addEventListener("change", function () {
+      group = groupSelect.value;
+      points = pointsFor(data);
+      drawChart();
+    });
+  }
+
+  renderAll(data);
+  connect();
+  setInterval(function () { if (!socketOpen()) reread("poll"); }, POLL_MS);
+  setInterval(function () { if (socketOpen()) reread("refresh"); }, REFRESH_MS);
+  window.addEventListener("pagehide", function () { stopped = true; if (socket) socket.close(); });
+})();

@@ -1,0 +1,166 @@
+"""The real web stack for browser tests: daphne and the event ingester as subprocesses
+(as ``bin/run`` starts them) on a throw-away database, and headless Chromium.
+
+Browser test modules build their module-scoped fixtures from ``running_site`` and
+``chromium``; screenshots go to ``test-artifacts/`` at the repository root."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import redis
+from playwright.sync_api import Browser, Frame, Page, sync_playwright
+
+from tests.support import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts"
+USER, PASSWORD = "operator", "operator-password-1"
+CHROMIUM_ARGS = ["--no-sandbox", "--headless=new", "--disable-gpu",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+TIMEOUT_MS = 15_000
+
+
+class Site:
+    """The web side as separate processes sharing one environment; each can be stopped
+    and started again (same port) to test what the page does meanwhile."""
+
+    def __init__(self, env: dict[str, str], port: int, logs: Path) -> None:
+        self.env = env
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.logs = logs
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def manage(self, *args: str) -> None:
+        done = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=self.env,
+                              capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stderr}")
+
+    def start(self, name: str) -> None:
+        commands = {
+            "web": [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
+                    "dashboard.asgi:application"],
+            "ingester": [sys.executable, "manage.py", "ingest_events"],
+        }
+        with open(self.logs / f"{name}.log", "ab") as log:
+            self.procs[name] = subprocess.Popen(commands[name], cwd=REPO, env=self.env,
+                                                stdout=log, stderr=subprocess.STDOUT)
+        if name == "web":
+            self._wait_for_http()
+
+    def stop(self, name: str) -> None:
+        proc = self.procs.pop(name)
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+    def stop_all(self) -> None:
+        for name in list(self.procs):
+            self.stop(name)
+
+    def _wait_for_http(self) -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.procs["web"].poll() is not None:
+                raise RuntimeError(f"daphne exited; see {self.logs / 'web.log'}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/login/", timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.1)
+        raise RuntimeError(f"daphne did not answer; see {self.logs / 'web.log'}")
+
+
+@contextmanager
+def running_site(redis_url: str, workdir: Path, topics: dict[str, int]) -> Iterator[Site]:
+    """A flushed Redis with ``topics`` (name -> queue count), a migrated database with the
+    demo admin (``USER`` / ``PASSWORD``), then daphne and the ingester; stopped after."""
+    client = redis.Redis.from_url(redis_url)
+    client.flushall()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "DJANGO_DEBUG": "true",  # daphne serves no static files; Django does under DEBUG
+        "REDIS_URL": redis_url,
+        "CHANNELS_REDIS_URL": redis_url,
+        "CELERY_BROKER_URL": redis_url,
+        "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}",
+        "LOCKSTEP_PUSH_INTERVAL": "0.2",
+        "DEMO_ADMIN_USER": USER,
+        "DEMO_ADMIN_PASSWORD": PASSWORD,
+        "LOG_LEVEL": "WARNING",
+    }
+    site = Site(env, free_port(), workdir)
+    site.manage("migrate", "--noinput")
+    site.manage("bootstrap_demo")
+    from workers import create_topic
+
+    for name, queues in topics.items():
+        create_topic(client, name, queues)
+    try:
+        site.start("web")
+        site.start("ingester")
+        yield site
+    finally:
+        site.stop_all()
+        client.close()
+
+
+@contextmanager
+def chromium() -> Iterator[Browser]:
+    """Headless Chromium from the system (no browser download)."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium",
+                                             args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def log_in(page: Page, site: Site, path: str = "/", screenshot: str = "") -> None:
+    """Open ``path``, get sent to the login form, log in as the demo admin, land on it."""
+    page.goto(f"{site.url}{path}")
+    assert page.url.startswith(f"{site.url}/login/")
+    if screenshot:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / screenshot))
+    page.fill("#id_username", USER)
+    page.fill("#id_password", PASSWORD)
+    with page.expect_navigation():
+        page.click("button[type=submit]")
+    assert page.url == f"{site.url}{path}"
+
+
+class Navigations:
+    """Counts main-frame navigations from now on; a live page should cause none."""
+
+    def __init__(self, page: Page) -> None:
+        self.count = 0
+        page.evaluate("window.__marker = 'no reload since'")
+        page.on("framenavigated", self._seen)
+        self.page = page
+
+    def _seen(self, frame: Frame) -> None:
+        if frame == self.page.main_frame:
+            self.count += 1
+
+    def assert_none(self) -> None:
+        assert self.count == 0
+        assert self.page.evaluate("window.__marker") == "no reload since"
