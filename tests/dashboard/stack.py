@@ -30,9 +30,27 @@ CHROMIUM_ARGS = ["--no-sandbox", "--headless=new", "--disable-gpu",
 TIMEOUT_MS = 15_000
 
 
+def site_env(redis_url: str, workdir: Path, **extra: str) -> dict[str, str]:
+    """The environment every web-side process of a test shares: the suite's Redis and a
+    file SQLite database in ``workdir``."""
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "REDIS_URL": redis_url,
+        "CHANNELS_REDIS_URL": redis_url,
+        "CELERY_BROKER_URL": redis_url,
+        "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}",
+        "LOCKSTEP_PUSH_INTERVAL": "0.2",
+        "LOG_LEVEL": "WARNING",
+        **extra,
+    }
+
+
 class Site:
     """The web side as separate processes sharing one environment; each can be stopped
-    and started again (same port) to test what the page does meanwhile."""
+    (SIGTERM), killed (SIGKILL) and started again (same port) to test what happens
+    meanwhile. Output goes to ``<logs>/<name>.log``."""
 
     def __init__(self, env: dict[str, str], port: int, logs: Path) -> None:
         self.env = env
@@ -41,49 +59,61 @@ class Site:
         self.logs = logs
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
-    def manage(self, *args: str) -> None:
+    def manage(self, *args: str) -> str:
         done = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=self.env,
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stderr}")
+        return done.stdout
 
-    def start(self, name: str) -> None:
+    def start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
         commands = {
             "web": [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
                     "dashboard.asgi:application"],
-            "ingester": [sys.executable, "manage.py", "ingest_events"],
+            "ingester": [sys.executable, "manage.py", "ingest_events", *args],
         }
         with open(self.logs / f"{name}.log", "ab") as log:
-            self.procs[name] = subprocess.Popen(commands[name], cwd=REPO, env=self.env,
-                                                stdout=log, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(commands[name], cwd=REPO, env=self.env, stdout=log,
+                                    stderr=subprocess.STDOUT)
+        self.procs[name] = proc
         if name == "web":
             self._wait_for_http()
+        return proc
 
     def stop(self, name: str) -> None:
         proc = self.procs.pop(name)
         proc.terminate()
         try:
-            proc.wait(10)
+            proc.wait(15)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+
+    def kill(self, name: str) -> None:
+        proc = self.procs.pop(name)
+        proc.kill()
+        proc.wait(10)
 
     def stop_all(self) -> None:
         for name in list(self.procs):
             self.stop(name)
 
+    def log(self, name: str) -> str:
+        path = self.logs / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
     def _wait_for_http(self) -> None:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             if self.procs["web"].poll() is not None:
-                raise RuntimeError(f"daphne exited; see {self.logs / 'web.log'}")
+                raise RuntimeError(f"daphne exited:\n{self.log('web')}")
             try:
                 with urllib.request.urlopen(f"{self.url}/login/", timeout=1) as response:
                     if response.status == 200:
                         return
             except (urllib.error.URLError, ConnectionError):
                 time.sleep(0.1)
-        raise RuntimeError(f"daphne did not answer; see {self.logs / 'web.log'}")
+        raise RuntimeError(f"daphne did not answer:\n{self.log('web')}")
 
 
 @contextmanager
@@ -92,20 +122,7 @@ def running_site(redis_url: str, workdir: Path, topics: dict[str, int]) -> Itera
     demo admin (``USER`` / ``PASSWORD``), then daphne and the ingester; stopped after."""
     client = redis.Redis.from_url(redis_url)
     client.flushall()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO),
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-        "DJANGO_DEBUG": "true",  # daphne serves no static files; Django does under DEBUG
-        "REDIS_URL": redis_url,
-        "CHANNELS_REDIS_URL": redis_url,
-        "CELERY_BROKER_URL": redis_url,
-        "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}",
-        "LOCKSTEP_PUSH_INTERVAL": "0.2",
-        "DEMO_ADMIN_USER": USER,
-        "DEMO_ADMIN_PASSWORD": PASSWORD,
-        "LOG_LEVEL": "WARNING",
-    }
+    env = site_env(redis_url, workdir, DEMO_ADMIN_USER=USER, DEMO_ADMIN_PASSWORD=PASSWORD)
     site = Site(env, free_port(), workdir)
     site.manage("migrate", "--noinput")
     site.manage("bootstrap_demo")
