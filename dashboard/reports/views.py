@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from dashboard.monitor.views.common import api_view
 from dashboard.reports.models import AnalyticsRun
 
 
@@ -28,13 +29,12 @@ def lag_report_page(request: HttpRequest) -> HttpResponse:
     return render(request, "reports/lag_report.html", _report())
 
 
-def lag_report_api(request: HttpRequest) -> JsonResponse:
-    if not request.user.is_authenticated:
-        return JsonResponse({"error": "authentication required"}, status=401)
+@api_view
+def lag_report_api(request: HttpRequest) -> dict[str, Any]:
     report = _report()
-    return JsonResponse({
+    return {
         "latest_attempt": report["latest"].as_dict() if report["latest"] else None,
         "run": report["run"].as_dict() if report["run"] else None,
         "lag_summary": [s.as_dict() for s in report["summaries"]],
         "stuck_intervals": [s.as_dict() for s in report["stuck"]],
-    })
+    }
