@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
@@ -24,3 +25,17 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
     client.flushall()
     yield client
     client.close()
+
+
+@pytest.fixture(autouse=True)
+def dashboard_redis(redis_url: str, settings: Any) -> Iterator[str]:
+    """Point the web side (Redis client and channel layer) at the suite's redis-server,
+    for every test: no test may reach a Redis the suite did not start."""
+    settings.REDIS_URL = redis_url
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [redis_url], "capacity": 1000, "expiry": 30},
+        }
+    }
+    yield redis_url

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -195,9 +195,6 @@ class Subscription:
     @property
     def suspend_seconds(self) -> float:
         return clamp_suspend(self.suspend_ms / 1000.0)
-
-    def with_overrides(self, **changes: Any) -> Subscription:
-        return replace(self, **changes)
 
     @classmethod
     def from_mapping(cls, data: dict[str, Any]) -> Subscription:

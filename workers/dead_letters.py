@@ -7,7 +7,6 @@ nothing and returns False) and leave an audit event in the event log.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import redis
 
@@ -121,12 +120,3 @@ def _now_ms(client: redis.Redis) -> int:
     seconds, micros = client.time()
     return int(seconds) * 1000 + int(micros) // 1000
 
-
-def describe(letter: DeadLetter) -> dict[str, Any]:
-    return {
-        "id": letter.id, "topic": letter.topic, "group": letter.group, "queue": letter.queue,
-        "offset": letter.offset, "key": letter.key, "reconsume_times": letter.reconsume_times,
-        "error": letter.error, "produced_at_ms": letter.produced_at_ms,
-        "dead_at_ms": letter.dead_at_ms, "body_preview": letter.body[:200].decode(
-            "utf-8", "replace"),
-    }

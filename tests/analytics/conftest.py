@@ -10,19 +10,6 @@ from pyspark.sql import SparkSession
 from analytics.session import build_session
 
 
-@pytest.fixture(autouse=True)
-def dashboard_redis(redis_url: str, settings: Any) -> Iterator[str]:
-    """Point the web side (Redis client and channel layer) at the suite's redis-server."""
-    settings.REDIS_URL = redis_url
-    settings.CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [redis_url], "capacity": 1000, "expiry": 30},
-        }
-    }
-    yield redis_url
-
-
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """One real local Spark for the whole run: starting a JVM costs seconds, and
