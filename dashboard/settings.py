@@ -136,6 +136,7 @@ try:
 except ConfigurationError as exc:
     raise ImproperlyConfigured(str(exc)) from None
 
+LOCKSTEP_STUCK_AFTER_SECONDS = env_float("LOCKSTEP_STUCK_AFTER_SECONDS", 60.0, minimum=1.0)
 LOCKSTEP_EVENT_RETENTION_DAYS = env_int("LOCKSTEP_EVENT_RETENTION_DAYS", 7, minimum=1)
 LOCKSTEP_PUSH_INTERVAL = env_float("LOCKSTEP_PUSH_INTERVAL", 0.5, minimum=0.05)
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")

@@ -3,9 +3,9 @@ topic and group, from the live snapshot (Redis) and the stored event history.
 
 A queue is *stuck* when an operator should look at it now:
 - ``no_progress``: it is behind (lag > 0) and the lag samples have shown the same
-  committed offset, behind, for at least ``STUCK_AFTER_S``;
+  committed offset, behind, for at least ``LOCKSTEP_STUCK_AFTER_SECONDS`` (60);
 - ``blocked_key`` (key ordering): a key has been blocked by a failing message for at
-  least ``STUCK_AFTER_S`` (the rest of the queue may still flow).
+  least ``LOCKSTEP_STUCK_AFTER_SECONDS`` (60) (the rest of the queue may still flow).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import redis
+from django.conf import settings
 
 from dashboard.monitor import queries
 from workers import keys
@@ -23,7 +24,6 @@ from workers.inspect import consumers
 WINDOW_S = 60
 # RocketMQ expires an unrenewed queue lock after 60 s; a queue that has not moved for as
 # long is as good as unowned, and a blocked key that long will not heal by retrying.
-STUCK_AFTER_S = 60.0
 
 Card = dict[str, Any]
 
@@ -101,7 +101,7 @@ def _not_moving(where: dict[str, Any], g: dict[str, Any], now_ms: int) -> list[d
         return []
     since = queries.not_moving_since(where["topic"], where["group"], where["queue"],
                                      g["committed_offset"], now_ms)
-    if since is None or now_ms - since < STUCK_AFTER_S * 1000:
+    if since is None or now_ms - since < stuck_after_s() * 1000:
         return []
     waited = (now_ms - since) / 1000.0
     return [{**where, "reason": "no_progress", "since_ms": since, "for_s": round(waited, 1),
@@ -115,7 +115,7 @@ def _blocked(where: dict[str, Any], card: Card, now_ms: int) -> list[dict[str, A
     for b in card.get("blocked_keys") or []:
         since = int(float(b.get("since", 0)) * 1000)
         waited = (now_ms - since) / 1000.0
-        if not since or waited < STUCK_AFTER_S:
+        if not since or waited < stuck_after_s():
             continue
         error = str(b.get("error", ""))
         alerts.append({
@@ -138,3 +138,8 @@ def duration(seconds: float) -> str:
     if s < 3600:
         return f"{s // 60} min {s % 60} s"
     return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def stuck_after_s() -> float:
+    """How long a queue may make no progress (or a key stay blocked) before it is stuck."""
+    return float(settings.LOCKSTEP_STUCK_AFTER_SECONDS)

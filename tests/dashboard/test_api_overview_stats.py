@@ -10,7 +10,6 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.monitor import health
 from tests.dashboard.helpers import produce, wait_until
 from tests.dashboard.scenarios import (
     FailOn,
@@ -137,9 +136,9 @@ def test_it_counts_the_dead_letters_and_retries_the_runtime_left(
 
 def test_it_raises_a_stuck_alert_for_a_key_blocked_too_long(
     client: Client, viewer: User, redis_client: redis.Redis, redis_url: str,
-    monkeypatch: pytest.MonkeyPatch
+    settings: Any
 ) -> None:
-    monkeypatch.setattr(health, "STUCK_AFTER_S", 0.5)
+    settings.LOCKSTEP_STUCK_AFTER_SECONDS = 0.5
     create_topic(redis_client, "orders", 2)
     handler = FailOn("order-poison", error="card declined")
     poison, *_ = produce(redis_url, "orders", ["order-poison", "order-poison", "order-ok"])
