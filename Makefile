@@ -16,6 +16,7 @@ run: setup
 
 lint: setup-test
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(PY) -m mypy .
 
 test: setup-test lint

@@ -38,15 +38,17 @@ def run_job(
     events = read_events(spark, path)
     try:
         total = events.count()
-        malformed, examples = load.malformed_rows(transform.malformed_events(events),
-                                                  malformed_examples)
+        malformed, examples = load.malformed_rows(
+            transform.malformed_events(events), malformed_examples
+        )
         return JobResult(
             events=total,
             malformed=malformed,
             malformed_examples=examples,
             lag_summary=load.lag_summary_rows(transform.lag_summary(events)),
             stuck_intervals=load.stuck_interval_rows(
-                transform.stuck_intervals(events, stuck_seconds)),
+                transform.stuck_intervals(events, stuck_seconds)
+            ),
         )
     finally:
         events.unpersist()

@@ -65,12 +65,20 @@ def lag_summary_rows(summary: DataFrame) -> list[LagSummaryRow]:
     """Rows of :func:`analytics.transform.lag_summary`, in its order."""
     return [
         LagSummaryRow(
-            topic=r["topic"], group=r["group"], queue=r["queue"], samples=r["samples"],
-            avg_lag=r["avg_lag"], max_lag=r["max_lag"], p95_lag=r["p95_lag"],
+            topic=r["topic"],
+            group=r["group"],
+            queue=r["queue"],
+            samples=r["samples"],
+            avg_lag=r["avg_lag"],
+            max_lag=r["max_lag"],
+            p95_lag=r["p95_lag"],
             max_time_lag_s=r["max_time_lag_s"],
-            last_committed_offset=r["last_committed_offset"], commits=r["commits"],
-            retries=r["retries"], dead_letters=r["dead_letters"],
-            window_start=from_ms(r["window_start_ms"]), window_end=from_ms(r["window_end_ms"]),
+            last_committed_offset=r["last_committed_offset"],
+            commits=r["commits"],
+            retries=r["retries"],
+            dead_letters=r["dead_letters"],
+            window_start=from_ms(r["window_start_ms"]),
+            window_end=from_ms(r["window_end_ms"]),
         )
         for r in _dicts(summary)
     ]
@@ -80,10 +88,16 @@ def stuck_interval_rows(stuck: DataFrame) -> list[StuckIntervalRow]:
     """Rows of :func:`analytics.transform.stuck_intervals`, in its order."""
     return [
         StuckIntervalRow(
-            topic=r["topic"], group=r["group"], queue=r["queue"],
-            committed_offset=r["committed_offset"], started_at=from_ms(r["start_ms"]),
-            ended_at=from_ms(r["end_ms"]), duration_s=r["duration_s"], samples=r["samples"],
-            max_lag=r["max_lag"], ongoing=r["ongoing"],
+            topic=r["topic"],
+            group=r["group"],
+            queue=r["queue"],
+            committed_offset=r["committed_offset"],
+            started_at=from_ms(r["start_ms"]),
+            ended_at=from_ms(r["end_ms"]),
+            duration_s=r["duration_s"],
+            samples=r["samples"],
+            max_lag=r["max_lag"],
+            ongoing=r["ongoing"],
         )
         for r in _dicts(stuck)
     ]
@@ -93,9 +107,17 @@ def malformed_rows(malformed: DataFrame, limit: int) -> tuple[int, list[Malforme
     """How many rows :func:`analytics.transform.malformed_events` found, and the first
     ``limit`` of them by id, with ``raw`` cut to a preview."""
     total = malformed.count()
-    examples = [
-        MalformedRow(id=r["id"], type=r["type"], problem=r["problem"],
-                     raw=(r["raw"] or "")[:RAW_PREVIEW_CHARS])
-        for r in _dicts(malformed.orderBy("id").limit(limit))
-    ] if total else []
+    examples = (
+        [
+            MalformedRow(
+                id=r["id"],
+                type=r["type"],
+                problem=r["problem"],
+                raw=(r["raw"] or "")[:RAW_PREVIEW_CHARS],
+            )
+            for r in _dicts(malformed.orderBy("id").limit(limit))
+        ]
+        if total
+        else []
+    )
     return total, examples

@@ -22,33 +22,37 @@ from pyspark.sql import types as T
 # Set by the reader on a line that is not a JSON object matching EVENT_SCHEMA.
 CORRUPT_COLUMN = "_corrupt_record"
 
-EVENT_SCHEMA = T.StructType([
-    T.StructField("id", T.StringType()),
-    T.StructField("type", T.StringType()),
-    T.StructField("ts_ms", T.LongType()),
-    T.StructField("topic", T.StringType()),
-    T.StructField("group", T.StringType()),
-    T.StructField("queue", T.IntegerType()),
-    T.StructField("key", T.StringType()),
-    T.StructField("token", T.LongType()),
-    T.StructField("consumer", T.StringType()),
-    T.StructField("details", T.StringType()),
-])
+EVENT_SCHEMA = T.StructType(
+    [
+        T.StructField("id", T.StringType()),
+        T.StructField("type", T.StringType()),
+        T.StructField("ts_ms", T.LongType()),
+        T.StructField("topic", T.StringType()),
+        T.StructField("group", T.StringType()),
+        T.StructField("queue", T.IntegerType()),
+        T.StructField("key", T.StringType()),
+        T.StructField("token", T.LongType()),
+        T.StructField("consumer", T.StringType()),
+        T.StructField("details", T.StringType()),
+    ]
+)
 
 # The union of the details fields the transforms read, by event type:
 #   lag_sampled      max_offset, committed_offset, lag, time_lag_s
 #   offset_committed from_offset, offset, commits
 # Offsets and counts are integers: a float such as 5.0 does not parse (null), on purpose,
 # since an offset that is not an integer means the writer is broken.
-DETAILS_SCHEMA = T.StructType([
-    T.StructField("max_offset", T.LongType()),
-    T.StructField("committed_offset", T.LongType()),
-    T.StructField("lag", T.LongType()),
-    T.StructField("time_lag_s", T.DoubleType()),
-    T.StructField("from_offset", T.LongType()),
-    T.StructField("offset", T.LongType()),
-    T.StructField("commits", T.LongType()),
-])
+DETAILS_SCHEMA = T.StructType(
+    [
+        T.StructField("max_offset", T.LongType()),
+        T.StructField("committed_offset", T.LongType()),
+        T.StructField("lag", T.LongType()),
+        T.StructField("time_lag_s", T.DoubleType()),
+        T.StructField("from_offset", T.LongType()),
+        T.StructField("offset", T.LongType()),
+        T.StructField("commits", T.LongType()),
+    ]
+)
 
 EXPORT_FIELDS: tuple[str, ...] = tuple(field.name for field in EVENT_SCHEMA.fields)
 

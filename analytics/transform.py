@@ -39,19 +39,23 @@ def _blank(name: str) -> Column:
 
 def _problem(events: DataFrame) -> Column:
     """Why a row cannot be used, or null when it can. Needs the ``d`` column."""
-    corrupt = (F.col(CORRUPT_COLUMN).isNotNull() if CORRUPT_COLUMN in events.columns
-               else F.lit(False))
+    corrupt = (
+        F.col(CORRUPT_COLUMN).isNotNull() if CORRUPT_COLUMN in events.columns else F.lit(False)
+    )
     kind = F.col("type")
     unplaced = _blank("topic") | _blank("group") | F.col("queue").isNull()
     return (
         F.when(corrupt, "unreadable line")
         .when(F.col("ts_ms").isNull(), "no ts_ms")
         .when(kind.isin(*QUEUE_EVENT_TYPES) & unplaced, "no topic, group or queue")
-        .when((kind == LAG_SAMPLED) & F.col("d.lag").isNull(),
-              "lag_sampled details without an integer lag")
-        .when((kind == OFFSET_COMMITTED) & (F.col("d.offset").isNull()
-                                            | F.col("d.commits").isNull()),
-              "offset_committed details without integer offset and commits")
+        .when(
+            (kind == LAG_SAMPLED) & F.col("d.lag").isNull(),
+            "lag_sampled details without an integer lag",
+        )
+        .when(
+            (kind == OFFSET_COMMITTED) & (F.col("d.offset").isNull() | F.col("d.commits").isNull()),
+            "offset_committed details without integer offset and commits",
+        )
     )
 
 
@@ -64,8 +68,11 @@ def malformed_events(events: DataFrame) -> DataFrame:
     """Rows the other transforms skip: ``id, type, problem, raw`` where ``raw`` is the
     details string (or the unreadable line). Events of types no transform reads are only
     reported when the line itself is unreadable or has no timestamp."""
-    raw = (F.coalesce(F.col(CORRUPT_COLUMN), F.col("details")) if CORRUPT_COLUMN in events.columns
-           else F.col("details"))
+    raw = (
+        F.coalesce(F.col(CORRUPT_COLUMN), F.col("details"))
+        if CORRUPT_COLUMN in events.columns
+        else F.col("details")
+    )
     return (
         _classified(events)
         .filter(F.col("problem").isNotNull())
@@ -91,10 +98,12 @@ def _last_committed_offset() -> Column:
     """The committed offset reported by the latest event (a sample's ``committed_offset``
     or a commit's new ``offset``): the latest, not the largest, so a reset shows. Ties in
     time go to the larger offset, which keeps the result deterministic."""
-    committed = (F.when(F.col("type") == LAG_SAMPLED, F.col("d.committed_offset"))
-                 .when(F.col("type") == OFFSET_COMMITTED, F.col("d.offset")))
-    latest = F.max(F.when(committed.isNotNull(),
-                          F.struct(F.col("ts_ms"), committed.alias("offset"))))
+    committed = F.when(F.col("type") == LAG_SAMPLED, F.col("d.committed_offset")).when(
+        F.col("type") == OFFSET_COMMITTED, F.col("d.offset")
+    )
+    latest = F.max(
+        F.when(committed.isNotNull(), F.struct(F.col("ts_ms"), committed.alias("offset")))
+    )
     return latest.getField("offset")
 
 
@@ -146,8 +155,13 @@ def stuck_intervals(events: DataFrame, min_seconds: float = 60.0) -> DataFrame:
     samples = (
         _usable_queue_events(events)
         .filter((F.col("type") == LAG_SAMPLED) & F.col("d.committed_offset").isNotNull())
-        .select(*QUEUE_KEY, "id", "ts_ms", F.col("d.lag").alias("lag"),
-                F.col("d.committed_offset").alias("committed_offset"))
+        .select(
+            *QUEUE_KEY,
+            "id",
+            "ts_ms",
+            F.col("d.lag").alias("lag"),
+            F.col("d.committed_offset").alias("committed_offset"),
+        )
     )
     in_order = Window.partitionBy(*QUEUE_KEY).orderBy("ts_ms", "id")
     behind = F.col("lag") > 0
@@ -156,16 +170,18 @@ def stuck_intervals(events: DataFrame, min_seconds: float = 60.0) -> DataFrame:
     moved = F.lag("committed_offset").over(in_order) != F.col("committed_offset")
     starts_stretch = behind & (~previous_behind | F.coalesce(moved, F.lit(True)))
     numbered = (
-        samples
-        .withColumn("starts", starts_stretch.cast("int"))
-        .withColumn("stretch", F.sum("starts").over(
-            in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+        samples.withColumn("starts", starts_stretch.cast("int"))
+        .withColumn(
+            "stretch",
+            F.sum("starts").over(
+                in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+            ),
+        )
         .withColumn("queue_last_ms", F.max("ts_ms").over(Window.partitionBy(*QUEUE_KEY)))
         .filter(behind)
     )
     return (
-        numbered
-        .groupBy(*QUEUE_KEY, "stretch")
+        numbered.groupBy(*QUEUE_KEY, "stretch")
         .agg(
             F.min("committed_offset").alias("committed_offset"),  # one value per stretch
             F.min("ts_ms").alias("start_ms"),
@@ -177,7 +193,15 @@ def stuck_intervals(events: DataFrame, min_seconds: float = 60.0) -> DataFrame:
         .withColumn("duration_s", (F.col("end_ms") - F.col("start_ms")) / 1000.0)
         .withColumn("ongoing", F.col("end_ms") == F.col("queue_last_ms"))
         .filter(F.col("duration_s") >= F.lit(float(min_seconds)))
-        .select(*QUEUE_KEY, "committed_offset", "start_ms", "end_ms", "duration_s",
-                "samples", "max_lag", "ongoing")
+        .select(
+            *QUEUE_KEY,
+            "committed_offset",
+            "start_ms",
+            "end_ms",
+            "duration_s",
+            "samples",
+            "max_lag",
+            "ongoing",
+        )
         .orderBy(*QUEUE_KEY, "start_ms")
     )

@@ -24,7 +24,8 @@ if not SECRET_KEY:
         raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set")
     SECRET_KEY = "lockstep-insecure-development-key-change-me"
 ALLOWED_HOSTS = [
-    h.strip() for h in env_str("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
+    h.strip()
+    for h in env_str("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
     if h.strip()
 ]
 
@@ -102,8 +103,11 @@ REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [env_str("CHANNELS_REDIS_URL", REDIS_URL)], "capacity": 1000,
-                   "expiry": 30},
+        "CONFIG": {
+            "hosts": [env_str("CHANNELS_REDIS_URL", REDIS_URL)],
+            "capacity": 1000,
+            "expiry": 30,
+        },
     },
 }
 

@@ -47,8 +47,11 @@ class LockstepConsumers(bootsteps.StartStopStep):
             return
         self.consumer = Consumer(redis_url(), subs)
         self.consumer.start()
-        log.info("lockstep: consumer %s started %d subscription(s)",
-                 self.consumer.consumer_id, len(self.consumer.runners))
+        log.info(
+            "lockstep: consumer %s started %d subscription(s)",
+            self.consumer.consumer_id,
+            len(self.consumer.runners),
+        )
 
     def stop(self, parent: Any) -> None:
         if self.consumer is not None:

@@ -62,8 +62,14 @@ class Broker:
 
     # -- locks -------------------------------------------------------------------------
     def lock_batch(
-        self, topic: str, group: str, queues: Sequence[int], owner: str, ttl_s: float,
-        *, renew_only: bool = False,
+        self,
+        topic: str,
+        group: str,
+        queues: Sequence[int],
+        owner: str,
+        ttl_s: float,
+        *,
+        renew_only: bool = False,
     ) -> list[Grant]:
         """Lock or renew several queues in one round trip (RocketMQ's ``lockBatchMQ``).
         One script call per queue keeps every call within one cluster slot.
@@ -75,8 +81,7 @@ class Broker:
         ttl_ms = max(1, int(ttl_s * 1000))
         mode = "1" if renew_only else "0"
         for q in queues:
-            self._lock(keys=[keys.lock(topic, q, group)], args=[owner, ttl_ms, mode],
-                       client=pipe)
+            self._lock(keys=[keys.lock(topic, q, group)], args=[owner, ttl_ms, mode], client=pipe)
         replies = pipe.execute()
         return [Grant(q, int(r[0]), bool(int(r[1]))) for q, r in zip(queues, replies, strict=True)]
 
@@ -94,7 +99,13 @@ class Broker:
         )
 
     def commit(
-        self, topic: str, group: str, queue: int, owner: str, token: int, offset: int,
+        self,
+        topic: str,
+        group: str,
+        queue: int,
+        owner: str,
+        token: int,
+        offset: int,
         completed: str = "",
     ) -> CommitResult:
         reply = self._commit(
@@ -111,9 +122,18 @@ class Broker:
         )
 
     def dead_letter(
-        self, topic: str, group: str, queue: int, owner: str, token: int | None,
-        commit_offset: int, entry: dict[str, Any], offset_group: str | None = None,
-        *, completed: str = "", park_key: str = "",
+        self,
+        topic: str,
+        group: str,
+        queue: int,
+        owner: str,
+        token: int | None,
+        commit_offset: int,
+        entry: dict[str, Any],
+        offset_group: str | None = None,
+        *,
+        completed: str = "",
+        park_key: str = "",
     ) -> CommitResult:
         """Move one message to the group's dead-letter stream and commit ``commit_offset``
         (with ``completed`` above it) in the same atomic step; with ``park_key`` the key is
@@ -128,35 +148,54 @@ class Broker:
                 keys.dead_letters(topic, queue, group),
                 keys.parked_keys(topic, queue, group),
             ],
-            args=[owner, "" if token is None else token, commit_offset, completed, park_key,
-                  *flat],
+            args=[owner, "" if token is None else token, commit_offset, completed, park_key, *flat],
         )
         dlq_id = reply[2].decode() if len(reply) > 2 else ""
         return CommitResult(CommitOutcome(int(reply[0])), int(reply[1]), dlq_id)
 
     # -- parking (key ordering, after_dlq = hold) --------------------------------------
     def park(
-        self, topic: str, group: str, queue: int, owner: str, token: int, key: str,
-        members: Sequence[tuple[int, str]], commit_offset: int, completed: str,
+        self,
+        topic: str,
+        group: str,
+        queue: int,
+        owner: str,
+        token: int,
+        key: str,
+        members: Sequence[tuple[int, str]],
+        commit_offset: int,
+        completed: str,
     ) -> CommitResult:
         args: list[Any] = [owner, token, commit_offset, completed]
         for offset, member in members:
             args.extend([offset, member])
         reply = self._park(
-            keys=[keys.lock(topic, queue, group), keys.offset(topic, queue, group),
-                  keys.parked_messages(topic, queue, group, key)],
+            keys=[
+                keys.lock(topic, queue, group),
+                keys.offset(topic, queue, group),
+                keys.parked_messages(topic, queue, group, key),
+            ],
             args=args,
         )
         return CommitResult(CommitOutcome(int(reply[0])), int(reply[1]))
 
     def unpark(
-        self, topic: str, group: str, queue: int, owner: str, token: int, key: str,
+        self,
+        topic: str,
+        group: str,
+        queue: int,
+        owner: str,
+        token: int,
+        key: str,
         member: str,
     ) -> tuple[CommitOutcome, bool]:
         """Remove one drained parked message; returns (outcome, key freed)."""
         reply = self._unpark(
-            keys=[keys.lock(topic, queue, group), keys.parked_keys(topic, queue, group),
-                  keys.parked_messages(topic, queue, group, key)],
+            keys=[
+                keys.lock(topic, queue, group),
+                keys.parked_keys(topic, queue, group),
+                keys.parked_messages(topic, queue, group, key),
+            ],
             args=[owner, token, key, member],
         )
         outcome = CommitOutcome(int(reply[0]))
@@ -182,7 +221,12 @@ class Broker:
 
     # -- streams -----------------------------------------------------------------------
     def read_from(
-        self, topic: str, queue: int, offset: int, count: int, block_s: float = 0.0,
+        self,
+        topic: str,
+        queue: int,
+        offset: int,
+        count: int,
+        block_s: float = 0.0,
         client: redis.Redis | None = None,
     ) -> list[tuple[bytes, dict[bytes, bytes]]]:
         """Entries with offset >= ``offset``, oldest first; blocks up to ``block_s`` when

@@ -48,9 +48,12 @@ class Consumer:
         limits = limits or Limits.from_env()
         self.client = redis.Redis.from_url(redis_url, health_check_interval=30)
         self.broker = Broker(self.client)
-        self.events = EventLog(self.client, enabled=events_enabled,
-                               flush_interval=self.timings.event_flush_interval,
-                               maxlen=limits.events_maxlen)
+        self.events = EventLog(
+            self.client,
+            enabled=events_enabled,
+            flush_interval=self.timings.event_flush_interval,
+            maxlen=limits.events_maxlen,
+        )
         self.consumer_id = consumer_id or default_consumer_id()
         self.subscriptions = list(subscriptions)
         self._handlers = handlers or {}
@@ -58,8 +61,9 @@ class Consumer:
         self.errors: list[str] = []
         self.started_at = time.time()
         self._stopping = threading.Event()
-        self._info_thread = threading.Thread(target=self._info_loop, name="lockstep-info",
-                                             daemon=True)
+        self._info_thread = threading.Thread(
+            target=self._info_loop, name="lockstep-info", daemon=True
+        )
 
     def start(self) -> None:
         self.events.start()
@@ -99,15 +103,27 @@ class Consumer:
             name = sub.consumer_name or socket.gethostname()
             offset_group = f"{sub.group}%bc%{name}"
         lanes = LanePool(sub.lanes) if sub.ordering is Ordering.KEY else None
-        return WorkerEnv(sub, self.broker, self.events, self.timings, self.consumer_id,
-                         handler, offset_group, lanes)
+        return WorkerEnv(
+            sub,
+            self.broker,
+            self.events,
+            self.timings,
+            self.consumer_id,
+            handler,
+            offset_group,
+            lanes,
+        )
 
     def _report(self, sub: Subscription, error: str) -> None:
         log.error("lockstep: subscription %s/%s not started: %s", sub.group, sub.topic, error)
         self.errors.append(error)
-        self.events.emit(ev.HANDLER_ERROR, topic=sub.topic, group=sub.group,
-                         consumer=self.consumer_id, details={"error": error,
-                                                             "handler": sub.handler})
+        self.events.emit(
+            ev.HANDLER_ERROR,
+            topic=sub.topic,
+            group=sub.group,
+            consumer=self.consumer_id,
+            details={"error": error, "handler": sub.handler},
+        )
 
     def _info(self) -> dict[str, object]:
         return {
@@ -115,11 +131,15 @@ class Consumer:
             "pid": os.getpid(),
             "started_at": self.started_at,
             "subscriptions": [
-                {"topic": r.env.sub.topic, "group": r.env.sub.group,
-                 "model": r.env.sub.model.value, "ordering": r.env.sub.ordering.value,
-                 "lanes": r.env.sub.lanes if r.env.lanes is not None else 0,
-                 "assigned": r.assigned,
-                 "queues": {str(q): w.snapshot() for q, w in list(r.workers.items())}}
+                {
+                    "topic": r.env.sub.topic,
+                    "group": r.env.sub.group,
+                    "model": r.env.sub.model.value,
+                    "ordering": r.env.sub.ordering.value,
+                    "lanes": r.env.sub.lanes if r.env.lanes is not None else 0,
+                    "assigned": r.assigned,
+                    "queues": {str(q): w.snapshot() for q, w in list(r.workers.items())},
+                }
                 for r in self.runners
             ],
         }

@@ -41,13 +41,21 @@ class DeadLetter:
         except ValueError:
             headers = {}
         # A replayed message starts its retries afresh.
-        return Message(self.topic, self.queue, self.offset, self.key, self.body,
-                       headers if isinstance(headers, dict) else {},
-                       self.produced_at_ms / 1000.0, 0)
+        return Message(
+            self.topic,
+            self.queue,
+            self.offset,
+            self.key,
+            self.body,
+            headers if isinstance(headers, dict) else {},
+            self.produced_at_ms / 1000.0,
+            0,
+        )
 
 
-def _decode(topic: str, group: str, queue: int, entry_id: bytes,
-            f: dict[bytes, bytes]) -> DeadLetter:
+def _decode(
+    topic: str, group: str, queue: int, entry_id: bytes, f: dict[bytes, bytes]
+) -> DeadLetter:
     def text(name: str) -> str:
         return as_bytes(f.get(name.encode(), b"")).decode("utf-8", "replace")
 
@@ -57,13 +65,25 @@ def _decode(topic: str, group: str, queue: int, entry_id: bytes,
         except ValueError:
             return 0
 
-    return DeadLetter(entry_id.decode(), topic, group, queue, number("offset"), text("key"),
-                      as_bytes(f.get(b"body", b"")), text("headers"), number("produced_at_ms"),
-                      number("reconsume_times"), text("error"), number("dead_at"))
+    return DeadLetter(
+        entry_id.decode(),
+        topic,
+        group,
+        queue,
+        number("offset"),
+        text("key"),
+        as_bytes(f.get(b"body", b"")),
+        text("headers"),
+        number("produced_at_ms"),
+        number("reconsume_times"),
+        text("error"),
+        number("dead_at"),
+    )
 
 
-def list_dead_letters(client: redis.Redis, topic: str, group: str,
-                      queue: int | None = None, key: str | None = None) -> list[DeadLetter]:
+def list_dead_letters(
+    client: redis.Redis, topic: str, group: str, queue: int | None = None, key: str | None = None
+) -> list[DeadLetter]:
     queues = [queue] if queue is not None else range(get_topic(client, topic).queues)
     out: list[DeadLetter] = []
     for q in queues:
@@ -74,42 +94,55 @@ def list_dead_letters(client: redis.Redis, topic: str, group: str,
     return sorted(out, key=lambda d: (d.queue, d.offset))
 
 
-def get_dead_letter(client: redis.Redis, topic: str, group: str, queue: int,
-                    dlq_id: str) -> DeadLetter | None:
+def get_dead_letter(
+    client: redis.Redis, topic: str, group: str, queue: int, dlq_id: str
+) -> DeadLetter | None:
     found = entries(client.xrange(keys.dead_letters(topic, queue, group), dlq_id, dlq_id))
     return _decode(topic, group, queue, found[0][0], found[0][1]) if found else None
 
 
-def replay(client: redis.Redis, topic: str, group: str, queue: int, dlq_id: str,
-           actor: str = "") -> bool:
+def replay(
+    client: redis.Redis, topic: str, group: str, queue: int, dlq_id: str, actor: str = ""
+) -> bool:
     """Put the dead letter back at its key's place; the owning consumer runs it, then the
     key's parked messages, in offset order."""
     return _release(client, topic, group, queue, dlq_id, "replay", actor)
 
 
-def discard(client: redis.Redis, topic: str, group: str, queue: int, dlq_id: str,
-            actor: str = "") -> bool:
+def discard(
+    client: redis.Redis, topic: str, group: str, queue: int, dlq_id: str, actor: str = ""
+) -> bool:
     """Drop the dead letter; a held key is released and its parked messages run in order.
     The key stays ``releasing`` until the queue's consumer has drained (or found empty) its
     parked set, even with nothing parked."""
     return _release(client, topic, group, queue, dlq_id, "discard", actor)
 
 
-def _release(client: redis.Redis, topic: str, group: str, queue: int, dlq_id: str,
-             action: str, actor: str) -> bool:
+def _release(
+    client: redis.Redis, topic: str, group: str, queue: int, dlq_id: str, action: str, actor: str
+) -> bool:
     letter = get_dead_letter(client, topic, group, queue, dlq_id)
     if letter is None:
         return False
     member = serialize(letter.as_message()) if action == "replay" else ""
-    done = bool(script(client, "release_dead_letter")(
-        keys=[keys.dead_letters(topic, queue, group), keys.parked_keys(topic, queue, group),
-              keys.parked_messages(topic, queue, group, letter.key)],
-        args=[dlq_id, action, letter.key, letter.offset, member],
-    ))
+    done = bool(
+        script(client, "release_dead_letter")(
+            keys=[
+                keys.dead_letters(topic, queue, group),
+                keys.parked_keys(topic, queue, group),
+                keys.parked_messages(topic, queue, group, letter.key),
+            ],
+            args=[dlq_id, action, letter.key, letter.offset, member],
+        )
+    )
     if done:
         event = ev.Event(
             ev.DEAD_LETTER_REPLAYED if action == "replay" else ev.DEAD_LETTER_DISCARDED,
-            _now_ms(client), topic, group, queue, letter.key,
+            _now_ms(client),
+            topic,
+            group,
+            queue,
+            letter.key,
             details={"dlq_id": dlq_id, "offset": letter.offset, "actor": actor},
         )
         client.xadd(keys.EVENTS, event.fields())
@@ -119,4 +152,3 @@ def _release(client: redis.Redis, topic: str, group: str, queue: int, dlq_id: st
 def _now_ms(client: redis.Redis) -> int:
     seconds, micros = client.time()
     return int(seconds) * 1000 + int(micros) // 1000
-

@@ -162,8 +162,14 @@ class EventLog:
             self._wake.set()
 
     def committed(
-        self, topic: str, group: str, queue: int, token: int | None, consumer: str,
-        offset: int, **details: Any,
+        self,
+        topic: str,
+        group: str,
+        queue: int,
+        token: int | None,
+        consumer: str,
+        offset: int,
+        **details: Any,
     ) -> None:
         """Record an offset commit, coalesced with earlier ones of the same flush window."""
         if not self.enabled:
@@ -173,8 +179,17 @@ class EventLog:
         with self._lock:
             ev = self._commits.get(k)
             if ev is None:
-                ev = Event(OFFSET_COMMITTED, now_ms, topic, group, queue, "", token, consumer,
-                           {"from_offset": offset, "offset": offset, "commits": 0})
+                ev = Event(
+                    OFFSET_COMMITTED,
+                    now_ms,
+                    topic,
+                    group,
+                    queue,
+                    "",
+                    token,
+                    consumer,
+                    {"from_offset": offset, "offset": offset, "commits": 0},
+                )
                 self._commits[k] = ev
                 self._buffer.append(ev)
             ev.ts_ms = now_ms

@@ -48,26 +48,31 @@ def _topic(client: redis.Redis, topic: Topic, now_ms: int) -> dict[str, Any]:
     queues = []
     for q in range(topic.queues):
         max_offset = int(next(replies) or 0)
-        queues.append({
-            "queue": q,
-            "max_offset": max_offset,
-            "groups": [_group_state(g, next(replies), next(replies), max_offset, now_ms)
-                       for g in groups],
-        })
+        queues.append(
+            {
+                "queue": q,
+                "max_offset": max_offset,
+                "groups": [
+                    _group_state(g, next(replies), next(replies), max_offset, now_ms)
+                    for g in groups
+                ],
+            }
+        )
     _add_parked(client, topic.name, queues, now_ms)
     _add_time_lag(client, topic.name, queues, now_ms)
-    return {"name": topic.name, "queue_count": topic.queues, "groups": groups,
-            "queues": queues}
+    return {"name": topic.name, "queue_count": topic.queues, "groups": groups, "queues": queues}
 
 
-def _group_state(group: str, lock: dict[bytes, bytes], offset: dict[bytes, bytes],
-                 max_offset: int, now_ms: int) -> dict[str, Any]:
+def _group_state(
+    group: str, lock: dict[bytes, bytes], offset: dict[bytes, bytes], max_offset: int, now_ms: int
+) -> dict[str, Any]:
     owner = lock.get(b"owner", b"").decode()
     expires = int(lock.get(b"expires_at", b"0") or 0)
     live = bool(owner) and expires > now_ms
     committed = int(offset.get(b"committed", b"0") or 0)
-    completed = sum(b - a + 1 for a, b in decode_ranges(
-        as_bytes(offset.get(b"completed", b"")).decode()))
+    completed = sum(
+        b - a + 1 for a, b in decode_ranges(as_bytes(offset.get(b"completed", b"")).decode())
+    )
     return {
         "group": group,
         "owner": owner if live else None,
@@ -85,15 +90,17 @@ def _group_state(group: str, lock: dict[bytes, bytes], offset: dict[bytes, bytes
     }
 
 
-def _add_parked(client: redis.Redis, topic: str, queues: list[dict[str, Any]],
-                now_ms: int) -> None:
+def _add_parked(client: redis.Redis, topic: str, queues: list[dict[str, Any]], now_ms: int) -> None:
     """Count parked messages into lag; remember the oldest parked produce time."""
     pipe = client.pipeline(transaction=False)
     cells = [(q["queue"], g) for q in queues for g in q["groups"]]
     for queue, g in cells:
         pipe.hkeys(keys.parked_keys(topic, queue, g["group"]))
-    held = [(cell, [as_bytes(k).decode() for k in ks]) for cell, ks in
-            zip(cells, pipe.execute(), strict=True) if ks]
+    held = [
+        (cell, [as_bytes(k).decode() for k in ks])
+        for cell, ks in zip(cells, pipe.execute(), strict=True)
+        if ks
+    ]
     if not held:
         return
     pipe = client.pipeline(transaction=False)
@@ -113,16 +120,16 @@ def _add_parked(client: redis.Redis, topic: str, queues: list[dict[str, Any]],
         g["lag"] += g["parked"]
 
 
-def _add_time_lag(client: redis.Redis, topic: str, queues: list[dict[str, Any]],
-                  now_ms: int) -> None:
+def _add_time_lag(
+    client: redis.Redis, topic: str, queues: list[dict[str, Any]], now_ms: int
+) -> None:
     """Time lag = now - produce time of the oldest unconsumed message (0 when caught up)."""
     wanted = [(q["queue"], g) for q in queues for g in q["groups"] if g["lag"] > 0]
     if not wanted:
         return
     pipe = client.pipeline(transaction=False)
     for queue, g in wanted:
-        pipe.xrange(keys.stream(topic, queue), min=f"{g['committed_offset']}-0", max="+",
-                    count=1)
+        pipe.xrange(keys.stream(topic, queue), min=f"{g['committed_offset']}-0", max="+", count=1)
     for (_queue, g), found in zip(wanted, pipe.execute(), strict=True):
         oldest = [int(found[0][1].get(b"t", b"0") or 0)] if found else []
         oldest += [g.pop("oldest_parked_ms")] if "oldest_parked_ms" in g else []
@@ -176,8 +183,13 @@ def queue_state(client: redis.Redis, topic: str, queue: int) -> dict[str, Any]:
     if not 0 <= queue < data["queue_count"]:
         raise ValueError(f"topic {topic!r} has no queue {queue} (0..{data['queue_count'] - 1})")
     q = data["queues"][queue]
-    return {"topic": topic, "queue": queue, "max_offset": q["max_offset"],
-            "generated_at_ms": data["generated_at_ms"], "groups": q["groups"]}
+    return {
+        "topic": topic,
+        "queue": queue,
+        "max_offset": q["max_offset"],
+        "generated_at_ms": data["generated_at_ms"],
+        "groups": q["groups"],
+    }
 
 
 def _queue_cards(client: redis.Redis, topic: str) -> dict[tuple[str, int, str], dict[str, Any]]:
@@ -201,8 +213,15 @@ def _merge_card(g: dict[str, Any], card: dict[str, Any] | None, now_ms: int) -> 
     g["state"] = str(card.get("state", "unknown"))
     g["retries"] = int(card.get("retries", 0) or 0)
     g["last_error"] = str(card.get("last_error", "") or "")
-    for name in ("low_water", "highest_completed", "in_flight", "flow_paused",
-                 "blocked_keys", "blocked_count", "parked_count"):
+    for name in (
+        "low_water",
+        "highest_completed",
+        "in_flight",
+        "flow_paused",
+        "blocked_keys",
+        "blocked_count",
+        "parked_count",
+    ):
         if name in card:
             g[name] = card[name]
     if "parked_keys" in card:

@@ -141,13 +141,15 @@ class KeyQueueWorker(QueueWorker):
 
     def _pull(self, room: int) -> None:
         env = self.env
-        entries = env.broker.read_from(env.sub.topic, self.queue, self.next_fetch,
-                                       max(1, room), block_s=env.timings.poll_block)
+        entries = env.broker.read_from(
+            env.sub.topic, self.queue, self.next_fetch, max(1, room), block_s=env.timings.poll_block
+        )
         to_park: dict[str, list[Task]] = defaultdict(list)
         for entry_id, fields in entries:
             try:
-                item: Message | MalformedEntry = decode_entry(env.sub.topic, self.queue,
-                                                              entry_id, fields)
+                item: Message | MalformedEntry = decode_entry(
+                    env.sub.topic, self.queue, entry_id, fields
+                )
             except MalformedEntry as bad:
                 item = bad
             except ValueError:
@@ -198,19 +200,29 @@ class KeyQueueWorker(QueueWorker):
 
     def _invoke_one(self, message: Message) -> tuple[ConsumeStatus, str, float]:
         env = self.env
-        ctx = ConsumeContext(env.sub.topic, env.sub.group, self.queue, env.consumer_id,
-                             self.token or 0, env.sub.suspend_ms)
+        ctx = ConsumeContext(
+            env.sub.topic,
+            env.sub.group,
+            self.queue,
+            env.consumer_id,
+            self.token or 0,
+            env.sub.suspend_ms,
+        )
         started = time.monotonic()
         try:
             status, error = _status_of(env.handler([message], ctx))
         except Exception as exc:
             status, error = ConsumeStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT, _describe(exc)
         if not self.lock_valid():
-            self._emit(ev.LOCK_MARGIN_OVERRUN, key=message.key, details={
-                "offsets": [message.offset, message.offset],
-                "handler_seconds": round(time.monotonic() - started, 3),
-                "client_lock_expiry": env.timings.client_lock_expiry,
-            })
+            self._emit(
+                ev.LOCK_MARGIN_OVERRUN,
+                key=message.key,
+                details={
+                    "offsets": [message.offset, message.offset],
+                    "handler_seconds": round(time.monotonic() - started, 3),
+                    "client_lock_expiry": env.timings.client_lock_expiry,
+                },
+            )
         suspend = ctx.suspend_seconds if ctx.suspend_ms != env.sub.suspend_ms else 0.0
         return status, error, suspend
 
@@ -232,15 +244,25 @@ class KeyQueueWorker(QueueWorker):
         with self._mutex:
             behind = self._waiting_behind(m.key)
             self.blocked[m.key] = {
-                "key": m.key, "offset": m.offset, "retries": m.reconsume_times,
-                "waiting": behind, "error": error, "since": self.blocked.get(
-                    m.key, {}).get("since", time.time()),
+                "key": m.key,
+                "offset": m.offset,
+                "retries": m.reconsume_times,
+                "waiting": behind,
+                "error": error,
+                "since": self.blocked.get(m.key, {}).get("since", time.time()),
             }
-        self._emit(ev.CONSUME_FAILED, key=m.key, details={
-            "offsets": [m.offset], "reconsume_times": m.reconsume_times,
-            "max_reconsume_times": sub.max_reconsume_times,
-            "retry_in_ms": int(delay * 1000), "error": error, "waiting_behind": behind,
-        })
+        self._emit(
+            ev.CONSUME_FAILED,
+            key=m.key,
+            details={
+                "offsets": [m.offset],
+                "reconsume_times": m.reconsume_times,
+                "max_reconsume_times": sub.max_reconsume_times,
+                "retry_in_ms": int(delay * 1000),
+                "error": error,
+                "waiting_behind": behind,
+            },
+        )
         return Verdict.RETRY, delay
 
     def _waiting_behind(self, key: str) -> int:
@@ -260,8 +282,7 @@ class KeyQueueWorker(QueueWorker):
             if hold and verdict[0] is not Verdict.PARK:
                 self._hold_finished()  # on PARK, once the lane handed back the key's rest
 
-    def _dead_letter_and_hold(self, task: Task, error: str,
-                              hold: bool) -> tuple[Verdict, float]:
+    def _dead_letter_and_hold(self, task: Task, error: str, hold: bool) -> tuple[Verdict, float]:
         m, env = task.message, self.env
         with self._commit_lock:
             with self._mutex:
@@ -271,21 +292,36 @@ class KeyQueueWorker(QueueWorker):
                 self.tracker.done(m.offset)
                 low, completed = self.tracker.low_water, self.tracker.completed_above()
             result = env.broker.dead_letter(
-                env.sub.topic, env.sub.group, self.queue, env.consumer_id, self.token, low,
-                dead_letter_entry(m, env.sub.group, error), completed=completed,
+                env.sub.topic,
+                env.sub.group,
+                self.queue,
+                env.consumer_id,
+                self.token,
+                low,
+                dead_letter_entry(m, env.sub.group, error),
+                completed=completed,
                 park_key=m.key if hold else "",
             )
         if not self._accepted(result, low):
             return Verdict.DISCARD, 0.0
         if task.parked_member and not self._unpark(m.key, task.parked_member):
             return Verdict.DISCARD, 0.0
-        self._emit(ev.DEAD_LETTERED, key=m.key, details={
-            "offset": m.offset, "reconsume_times": m.reconsume_times, "error": error,
-            "dlq_id": result.dlq_id, "committed": low, "after_dlq": env.sub.after_dlq.value,
-        })
+        self._emit(
+            ev.DEAD_LETTERED,
+            key=m.key,
+            details={
+                "offset": m.offset,
+                "reconsume_times": m.reconsume_times,
+                "error": error,
+                "dlq_id": result.dlq_id,
+                "committed": low,
+                "after_dlq": env.sub.after_dlq.value,
+            },
+        )
         if hold:
-            self._emit(ev.KEY_PARKED, key=m.key, details={"offset": m.offset,
-                                                          "dlq_id": result.dlq_id})
+            self._emit(
+                ev.KEY_PARKED, key=m.key, details={"offset": m.offset, "dlq_id": result.dlq_id}
+            )
             return Verdict.PARK, 0.0
         return Verdict.DONE, 0.0
 
@@ -315,17 +351,29 @@ class KeyQueueWorker(QueueWorker):
                 for t in tasks:
                     self.tracker.done(t.message.offset)
                 low, completed = self.tracker.low_water, self.tracker.completed_above()
-            result = env.broker.park(env.sub.topic, env.sub.group, self.queue,
-                                     env.consumer_id, self.token or 0, key, members, low,
-                                     completed)
+            result = env.broker.park(
+                env.sub.topic,
+                env.sub.group,
+                self.queue,
+                env.consumer_id,
+                self.token or 0,
+                key,
+                members,
+                low,
+                completed,
+            )
         if self._accepted(result, low):
-            self._emit(ev.MESSAGES_PARKED, key=key, details={
-                "offsets": [o for o, _ in members], "committed": low})
+            self._emit(
+                ev.MESSAGES_PARKED,
+                key=key,
+                details={"offsets": [o for o, _ in members], "committed": low},
+            )
 
     def _unpark(self, key: str, member: str) -> bool:
         env = self.env
-        outcome, freed = env.broker.unpark(env.sub.topic, env.sub.group, self.queue,
-                                           env.consumer_id, self.token or 0, key, member)
+        outcome, freed = env.broker.unpark(
+            env.sub.topic, env.sub.group, self.queue, env.consumer_id, self.token or 0, key, member
+        )
         if outcome is not CommitOutcome.OK:
             self._accepted(CommitResult(outcome, 0), self.tracker.low_water)
             return False
@@ -368,8 +416,7 @@ class KeyQueueWorker(QueueWorker):
             # before is then run below, not stranded behind a freed key.
             if not self._unpark(key, ""):
                 return
-            members = env.broker.parked_messages(env.sub.topic, env.sub.group, self.queue,
-                                                 key)
+            members = env.broker.parked_messages(env.sub.topic, env.sub.group, self.queue, key)
             if not members:  # freed (now, or before by the unpark of its last message)
                 with self._mutex:
                     if self.parked.get(key) == "releasing":  # not held again meanwhile
@@ -398,21 +445,39 @@ class KeyQueueWorker(QueueWorker):
             if not dirty or self.token is None:
                 return True
             env = self.env
-            result = env.broker.commit(env.sub.topic, env.sub.group, self.queue,
-                                       env.consumer_id, self.token, low, completed)
+            result = env.broker.commit(
+                env.sub.topic,
+                env.sub.group,
+                self.queue,
+                env.consumer_id,
+                self.token,
+                low,
+                completed,
+            )
         return self._accepted(result, low, completed=completed)
 
     def _accepted(self, result: CommitResult, offset: int, completed: str = "") -> bool:
         env = self.env
         if result.ok:
-            env.events.committed(env.sub.topic, env.sub.group, self.queue, self.token,
-                                 env.consumer_id, offset,
-                                 highest_completed=self.tracker.highest_completed)
+            env.events.committed(
+                env.sub.topic,
+                env.sub.group,
+                self.queue,
+                self.token,
+                env.consumer_id,
+                offset,
+                highest_completed=self.tracker.highest_completed,
+            )
             return True
-        self._emit(ev.FENCING_REJECTED, details={
-            "offset": offset, "completed": completed, "current_token": result.current_token,
-            "outcome": result.outcome.name.lower(),
-        })
+        self._emit(
+            ev.FENCING_REJECTED,
+            details={
+                "offset": offset,
+                "completed": completed,
+                "current_token": result.current_token,
+                "outcome": result.outcome.name.lower(),
+            },
+        )
         self.drop("fenced", release_lock=False)
         return False
 
@@ -429,15 +494,21 @@ class KeyQueueWorker(QueueWorker):
             if self._release_lock:
                 self._flush()
         except Exception:
-            log.warning("final flush of %s/%s failed", self.env.sub.topic, self.queue,
-                        exc_info=True)
+            log.warning(
+                "final flush of %s/%s failed", self.env.sub.topic, self.queue, exc_info=True
+            )
 
     def _dead_letter_malformed_key_mode(self, bad: MalformedEntry) -> None:
         entry = {
-            "topic": self.env.sub.topic, "queue": self.queue, "offset": bad.offset,
+            "topic": self.env.sub.topic,
+            "queue": self.queue,
+            "offset": bad.offset,
             "key": bad.raw.get(b"k", b"").decode("utf-8", "replace"),
-            "body": bad.raw.get(b"b", b""), "headers": "{}", "produced_at_ms": 0,
-            "reconsume_times": 0, "group": self.env.sub.group,
+            "body": bad.raw.get(b"b", b""),
+            "headers": "{}",
+            "produced_at_ms": 0,
+            "reconsume_times": 0,
+            "group": self.env.sub.group,
             "error": f"malformed entry: {bad.reason}",
         }
         with self._commit_lock:
@@ -445,11 +516,20 @@ class KeyQueueWorker(QueueWorker):
                 self.tracker.done(bad.offset)
                 low, completed = self.tracker.low_water, self.tracker.completed_above()
             result = self.env.broker.dead_letter(
-                self.env.sub.topic, self.env.sub.group, self.queue, self.env.consumer_id,
-                self.token, low, entry, completed=completed)
+                self.env.sub.topic,
+                self.env.sub.group,
+                self.queue,
+                self.env.consumer_id,
+                self.token,
+                low,
+                entry,
+                completed=completed,
+            )
         if self._accepted(result, low):
-            self._emit(ev.MALFORMED_ENTRY, details={"offset": bad.offset, "reason": bad.reason,
-                                                    "dlq_id": result.dlq_id})
+            self._emit(
+                ev.MALFORMED_ENTRY,
+                details={"offset": bad.offset, "reason": bad.reason, "dlq_id": result.dlq_id},
+            )
 
     # -- reporting ---------------------------------------------------------------------
     def key_state(self) -> dict[str, Any]:

@@ -81,8 +81,9 @@ class Lane:
         self._state = _LaneState()
         self._busy = False
         self._seq = itertools.count()
-        self._thread = threading.Thread(target=self._run, name=f"lockstep-lane-{index}",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"lockstep-lane-{index}", daemon=True
+        )
 
     def start(self) -> None:
         self._thread.start()
@@ -123,8 +124,13 @@ class Lane:
     def stats(self) -> LaneStats:
         with self._cond:
             st = self._state
-            return LaneStats(self.index, self._busy, len(st.keys),
-                             sum(len(q) for q in st.keys.values()), len(st.retry))
+            return LaneStats(
+                self.index,
+                self._busy,
+                len(st.keys),
+                sum(len(q) for q in st.keys.values()),
+                len(st.retry),
+            )
 
     def _next(self) -> tuple[KeyRef, Task] | None:
         st = self._state

@@ -89,15 +89,30 @@ def decode_entry(topic: str, queue: int, entry_id: bytes, fields: dict[bytes, by
 
 def serialize(message: Message) -> str:
     """A self-contained copy of a message (parked messages outlive stream trimming)."""
-    return json.dumps({
-        "o": message.offset, "k": message.key,
-        "b": base64.b64encode(message.body).decode("ascii"), "h": message.headers,
-        "t": int(message.produced_at * 1000), "r": message.reconsume_times,
-    }, separators=(",", ":"), sort_keys=True, default=str)
+    return json.dumps(
+        {
+            "o": message.offset,
+            "k": message.key,
+            "b": base64.b64encode(message.body).decode("ascii"),
+            "h": message.headers,
+            "t": int(message.produced_at * 1000),
+            "r": message.reconsume_times,
+        },
+        separators=(",", ":"),
+        sort_keys=True,
+        default=str,
+    )
 
 
 def deserialize(topic: str, queue: int, text: str) -> Message:
     data = json.loads(text)
-    return Message(topic, queue, int(data["o"]), str(data["k"]),
-                   base64.b64decode(data["b"]), dict(data.get("h") or {}),
-                   int(data.get("t", 0)) / 1000.0, int(data.get("r", 0)))
+    return Message(
+        topic,
+        queue,
+        int(data["o"]),
+        str(data["k"]),
+        base64.b64decode(data["b"]),
+        dict(data.get("h") or {}),
+        int(data.get("t", 0)) / 1000.0,
+        int(data.get("r", 0)),
+    )

@@ -106,14 +106,18 @@ class QueueWorker:
     def releasing(self) -> bool:
         """Dropped to be handed over (not lost): still finishing its message, after which
         it unlocks. Its lock must be kept alive until then."""
-        return (self.token is not None and self._dropped.is_set() and self._release_lock
-                and self.alive)
+        return (
+            self.token is not None and self._dropped.is_set() and self._release_lock and self.alive
+        )
 
     def snapshot(self) -> dict[str, object]:
         """What the dashboard shows of this queue's consumption (refreshed with the
         consumer's card every heartbeat): state, retries of the head message, last error."""
-        out: dict[str, object] = {"state": self.state, "token": self.token,
-                                  "last_error": self.last_error}
+        out: dict[str, object] = {
+            "state": self.state,
+            "token": self.token,
+            "last_error": self.last_error,
+        }
         head = self.buffer[0] if self.buffer else None
         out["retries"] = head.reconsume_times if isinstance(head, Message) else 0
         out["head_offset"] = head.offset if head is not None else self.next_fetch
@@ -174,8 +178,9 @@ class QueueWorker:
 
     def _fill(self, block_s: float) -> bool:
         sub = self.env.sub
-        entries = self.env.broker.read_from(sub.topic, self.queue, self.next_fetch, PREFETCH,
-                                            block_s=block_s)
+        entries = self.env.broker.read_from(
+            sub.topic, self.queue, self.next_fetch, PREFETCH, block_s=block_s
+        )
         for entry_id, fields in entries:
             try:
                 item: Item = decode_entry(sub.topic, self.queue, entry_id, fields)
@@ -217,8 +222,14 @@ class QueueWorker:
 
     def _invoke(self, batch: list[Message]) -> tuple[ConsumeStatus, str]:
         env = self.env
-        ctx = ConsumeContext(env.sub.topic, env.sub.group, self.queue, env.consumer_id,
-                             self.token or 0, env.sub.suspend_ms)
+        ctx = ConsumeContext(
+            env.sub.topic,
+            env.sub.group,
+            self.queue,
+            env.consumer_id,
+            self.token or 0,
+            env.sub.suspend_ms,
+        )
         started = time.monotonic()
         try:
             result = env.handler(batch, ctx)
@@ -228,11 +239,14 @@ class QueueWorker:
             status, error = _status_of(result)
         self._pending_suspend = ctx.suspend_seconds
         if self.token is not None and not self.lock_valid():
-            self._emit(ev.LOCK_MARGIN_OVERRUN, details={
-                "offsets": [batch[0].offset, batch[-1].offset],
-                "handler_seconds": round(time.monotonic() - started, 3),
-                "client_lock_expiry": env.timings.client_lock_expiry,
-            })
+            self._emit(
+                ev.LOCK_MARGIN_OVERRUN,
+                details={
+                    "offsets": [batch[0].offset, batch[-1].offset],
+                    "handler_seconds": round(time.monotonic() - started, 3),
+                    "client_lock_expiry": env.timings.client_lock_expiry,
+                },
+            )
         return status, error
 
     def _on_success(self, batch: list[Message]) -> None:
@@ -255,68 +269,103 @@ class QueueWorker:
         self.paused_until = time.monotonic() + self._pending_suspend
         self.last_error = error
         head = retry[0]
-        self._emit(ev.CONSUME_FAILED, key=head.key, details={
-            "offsets": [m.offset for m in retry],
-            "reconsume_times": head.reconsume_times,
-            "max_reconsume_times": limit,
-            "suspend_ms": int(self._pending_suspend * 1000),
-            "error": error,
-        })
+        self._emit(
+            ev.CONSUME_FAILED,
+            key=head.key,
+            details={
+                "offsets": [m.offset for m in retry],
+                "reconsume_times": head.reconsume_times,
+                "max_reconsume_times": limit,
+                "suspend_ms": int(self._pending_suspend * 1000),
+                "error": error,
+            },
+        )
 
     def _dead_letter(self, message: Message, error: str) -> bool:
         self.buffer.remove(message)
         result = self.env.broker.dead_letter(
-            self.env.sub.topic, self.env.sub.group, self.queue, self.env.consumer_id,
-            self.token, self._commit_point(), dead_letter_entry(message, self.env.sub.group,
-                                                                error),
+            self.env.sub.topic,
+            self.env.sub.group,
+            self.queue,
+            self.env.consumer_id,
+            self.token,
+            self._commit_point(),
+            dead_letter_entry(message, self.env.sub.group, error),
             offset_group=self.env.offset_group,
         )
         if not self._accept(result, self._commit_point()):
             return False
-        self._emit(ev.DEAD_LETTERED, key=message.key, details={
-            "offset": message.offset, "reconsume_times": message.reconsume_times,
-            "error": error, "dlq_id": result.dlq_id, "committed": self._commit_point(),
-        })
+        self._emit(
+            ev.DEAD_LETTERED,
+            key=message.key,
+            details={
+                "offset": message.offset,
+                "reconsume_times": message.reconsume_times,
+                "error": error,
+                "dlq_id": result.dlq_id,
+                "committed": self._commit_point(),
+            },
+        )
         return True
 
     def _dead_letter_malformed(self, bad: MalformedEntry) -> None:
         self.buffer.popleft()
         entry = {
-            "topic": self.env.sub.topic, "queue": self.queue, "offset": bad.offset,
+            "topic": self.env.sub.topic,
+            "queue": self.queue,
+            "offset": bad.offset,
             "key": bad.raw.get(b"k", b"").decode("utf-8", "replace"),
-            "body": bad.raw.get(b"b", b""), "headers": "{}", "produced_at_ms": 0,
-            "reconsume_times": 0, "group": self.env.sub.group,
+            "body": bad.raw.get(b"b", b""),
+            "headers": "{}",
+            "produced_at_ms": 0,
+            "reconsume_times": 0,
+            "group": self.env.sub.group,
             "error": f"malformed entry: {bad.reason}",
         }
         result = self.env.broker.dead_letter(
-            self.env.sub.topic, self.env.sub.group, self.queue, self.env.consumer_id,
-            self.token, self._commit_point(), entry, offset_group=self.env.offset_group,
+            self.env.sub.topic,
+            self.env.sub.group,
+            self.queue,
+            self.env.consumer_id,
+            self.token,
+            self._commit_point(),
+            entry,
+            offset_group=self.env.offset_group,
         )
         if self._accept(result, self._commit_point()):
-            self._emit(ev.MALFORMED_ENTRY, details={"offset": bad.offset, "reason": bad.reason,
-                                                    "dlq_id": result.dlq_id})
+            self._emit(
+                ev.MALFORMED_ENTRY,
+                details={"offset": bad.offset, "reason": bad.reason, "dlq_id": result.dlq_id},
+            )
 
     def _commit(self, offset: int) -> bool:
         env = self.env
         if self.token is None:
             env.broker.commit_unfenced(env.sub.topic, env.offset_group, self.queue, offset)
-            env.events.committed(env.sub.topic, env.sub.group, self.queue, None,
-                                 env.consumer_id, offset)
+            env.events.committed(
+                env.sub.topic, env.sub.group, self.queue, None, env.consumer_id, offset
+            )
             return True
-        result = env.broker.commit(env.sub.topic, env.sub.group, self.queue, env.consumer_id,
-                                   self.token, offset)
+        result = env.broker.commit(
+            env.sub.topic, env.sub.group, self.queue, env.consumer_id, self.token, offset
+        )
         return self._accept(result, offset)
 
     def _accept(self, result: CommitResult, offset: int) -> bool:
         env = self.env
         if result.ok:
-            env.events.committed(env.sub.topic, env.sub.group, self.queue, self.token,
-                                 env.consumer_id, offset)
+            env.events.committed(
+                env.sub.topic, env.sub.group, self.queue, self.token, env.consumer_id, offset
+            )
             return True
-        self._emit(ev.FENCING_REJECTED, details={
-            "offset": offset, "current_token": result.current_token,
-            "outcome": result.outcome.name.lower(),
-        })
+        self._emit(
+            ev.FENCING_REJECTED,
+            details={
+                "offset": offset,
+                "current_token": result.current_token,
+                "outcome": result.outcome.name.lower(),
+            },
+        )
         self.drop("fenced", release_lock=False)
         return False
 
@@ -326,20 +375,30 @@ class QueueWorker:
         if self.token is None or not self._release_lock:
             return
         try:
-            released = env.broker.unlock(env.sub.topic, env.sub.group, self.queue,
-                                         env.consumer_id, self.token)
+            released = env.broker.unlock(
+                env.sub.topic, env.sub.group, self.queue, env.consumer_id, self.token
+            )
         except redis.RedisError:
             # Redis is unreachable: the lock then simply expires after its TTL.
             log.warning("could not unlock %s/%s; it will expire", env.sub.topic, self.queue)
             return
         if released:
-            self._emit(ev.LOCK_RELEASED, details={"reason": self.stop_reason,
-                                                  "committed": self._commit_point()})
+            self._emit(
+                ev.LOCK_RELEASED,
+                details={"reason": self.stop_reason, "committed": self._commit_point()},
+            )
 
     def _emit(self, type_: str, **fields: object) -> None:
         emit: Callable[..., None] = self.env.events.emit
-        emit(type_, topic=self.env.sub.topic, group=self.env.sub.group, queue=self.queue,
-             token=self.token, consumer=self.env.consumer_id, **fields)
+        emit(
+            type_,
+            topic=self.env.sub.topic,
+            group=self.env.sub.group,
+            queue=self.queue,
+            token=self.token,
+            consumer=self.env.consumer_id,
+            **fields,
+        )
 
     _pending_suspend: float = 1.0
 
@@ -356,8 +415,10 @@ def _status_of(result: object) -> tuple[ConsumeStatus, str]:
             return ConsumeStatus(result), ""
         except ValueError:
             pass
-    return (ConsumeStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT,
-            f"handler returned {result!r}, expected a ConsumeStatus")
+    return (
+        ConsumeStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT,
+        f"handler returned {result!r}, expected a ConsumeStatus",
+    )
 
 
 def _describe(exc: BaseException) -> str:

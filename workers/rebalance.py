@@ -71,9 +71,13 @@ class SubscriptionRunner:
             if not self._reported_missing:
                 self._reported_missing = True
                 log.error("lockstep: %s; subscription %s waits for it", exc, self.sub_key)
-                self.env.events.emit(ev.HANDLER_ERROR, topic=self.env.sub.topic,
-                                     group=self.env.sub.group, consumer=self.env.consumer_id,
-                                     details={"error": str(exc)})
+                self.env.events.emit(
+                    ev.HANDLER_ERROR,
+                    topic=self.env.sub.topic,
+                    group=self.env.sub.group,
+                    consumer=self.env.consumer_id,
+                    details={"error": str(exc)},
+                )
             return False
         register_group(client, self.env.sub.topic, self.env.sub.group)
         return True
@@ -138,9 +142,12 @@ class SubscriptionRunner:
 
     def _members(self, *, heartbeat: bool) -> list[str]:
         env = self.env
-        return env.broker.heartbeat(env.sub.group, env.sub.topic,
-                                    env.consumer_id if heartbeat else "",
-                                    env.timings.heartbeat_timeout)
+        return env.broker.heartbeat(
+            env.sub.group,
+            env.sub.topic,
+            env.consumer_id if heartbeat else "",
+            env.timings.heartbeat_timeout,
+        )
 
     def _pending(self) -> bool:
         return any(q not in self.workers for q in self.assigned)
@@ -167,26 +174,39 @@ class SubscriptionRunner:
             self.retiring[q] = worker
         startable = [q for q in new if q not in self.workers and q not in self.retiring]
         started_at = time.monotonic()
-        grants = env.broker.lock_batch(env.sub.topic, env.sub.group, startable,
-                                       env.consumer_id, env.timings.lock_ttl)
+        grants = env.broker.lock_batch(
+            env.sub.topic, env.sub.group, startable, env.consumer_id, env.timings.lock_ttl
+        )
         for grant in grants:
             if grant.token:
                 self._start_worker(grant.queue, grant.token, started_at)
         if new != old:
-            env.events.emit(ev.REBALANCE, topic=env.sub.topic, group=env.sub.group,
-                            consumer=env.consumer_id, details={
-                                "old": old, "new": new, "members": members,
-                                "refused": [g.queue for g in grants if not g.token],
-                            })
+            env.events.emit(
+                ev.REBALANCE,
+                topic=env.sub.topic,
+                group=env.sub.group,
+                consumer=env.consumer_id,
+                details={
+                    "old": old,
+                    "new": new,
+                    "members": members,
+                    "refused": [g.queue for g in grants if not g.token],
+                },
+            )
 
     def _start_worker(self, queue: int, token: int, locked_at: float) -> None:
         worker_class = KeyQueueWorker if self.env.sub.ordering is Ordering.KEY else QueueWorker
         worker = worker_class(self.env, queue, token)
         worker.renewed(locked_at)
         self.workers[queue] = worker
-        self.env.events.emit(ev.LOCK_ACQUIRED, topic=self.env.sub.topic,
-                             group=self.env.sub.group, queue=queue, token=token,
-                             consumer=self.env.consumer_id)
+        self.env.events.emit(
+            ev.LOCK_ACQUIRED,
+            topic=self.env.sub.topic,
+            group=self.env.sub.group,
+            queue=queue,
+            token=token,
+            consumer=self.env.consumer_id,
+        )
         worker.start()
 
     def _renew_all(self) -> None:
@@ -194,8 +214,9 @@ class SubscriptionRunner:
         env = self.env
         held = [q for q, w in self.workers.items() if not w.dropped]
         sent_at = time.monotonic()
-        for grant in env.broker.lock_batch(env.sub.topic, env.sub.group, held,
-                                           env.consumer_id, env.timings.lock_ttl):
+        for grant in env.broker.lock_batch(
+            env.sub.topic, env.sub.group, held, env.consumer_id, env.timings.lock_ttl
+        ):
             worker = self.workers[grant.queue]
             if grant.token and not grant.new and grant.token == worker.token:
                 worker.renewed(sent_at)
@@ -212,9 +233,14 @@ class SubscriptionRunner:
         because the worker's next commit is fenced."""
         env = self.env
         finishing = [q for q, w in self.retiring.items() if w.releasing]
-        for grant in env.broker.lock_batch(env.sub.topic, env.sub.group, finishing,
-                                           env.consumer_id, env.timings.lock_ttl,
-                                           renew_only=True):
+        for grant in env.broker.lock_batch(
+            env.sub.topic,
+            env.sub.group,
+            finishing,
+            env.consumer_id,
+            env.timings.lock_ttl,
+            renew_only=True,
+        ):
             worker = self.retiring[grant.queue]
             if grant.token and grant.token == worker.token:
                 worker.renewed(sent_at)
@@ -223,16 +249,22 @@ class SubscriptionRunner:
         """The broker no longer has our grant. Stop the worker without unlocking (the lock
         is not ours, or was re-granted with a new token that we must start over with)."""
         env = self.env
-        env.events.emit(ev.LOCK_LOST if not new_token else ev.LOCK_RENEW_FAILED,
-                        topic=env.sub.topic, group=env.sub.group, queue=worker.queue,
-                        token=worker.token, consumer=env.consumer_id,
-                        details={"new_token": new_token})
+        env.events.emit(
+            ev.LOCK_LOST if not new_token else ev.LOCK_RENEW_FAILED,
+            topic=env.sub.topic,
+            group=env.sub.group,
+            queue=worker.queue,
+            token=worker.token,
+            consumer=env.consumer_id,
+            details={"new_token": new_token},
+        )
         worker.drop("lock lost", release_lock=False)
         # A re-grant to us carries a new token the old worker must not use: release it
         # and let the next rebalance lock afresh once the old worker has finished.
         if new_token:
-            env.broker.unlock(env.sub.topic, env.sub.group, worker.queue,
-                              env.consumer_id, new_token)
+            env.broker.unlock(
+                env.sub.topic, env.sub.group, worker.queue, env.consumer_id, new_token
+            )
         self.retiring[worker.queue] = self.workers.pop(worker.queue)
 
     def _report_lanes(self) -> None:
@@ -248,8 +280,13 @@ class SubscriptionRunner:
         }
         if summary != self._last_lanes:
             self._last_lanes = summary
-            self.env.events.emit(ev.LANES, topic=self.env.sub.topic, group=self.env.sub.group,
-                                 consumer=self.env.consumer_id, details=summary)
+            self.env.events.emit(
+                ev.LANES,
+                topic=self.env.sub.topic,
+                group=self.env.sub.group,
+                consumer=self.env.consumer_id,
+                details=summary,
+            )
 
     # -- broadcasting ------------------------------------------------------------------
     def _ensure_broadcast_workers(self) -> None:

@@ -101,13 +101,21 @@ class QueueConsumer(_HintConsumer):
 
     def snapshot(self) -> dict[str, Any]:
         data = queue_state(get_redis(), self.topic, self.queue)
-        events = [{**e, "details": compact_details(e["details"])}
-                  for e in recent_events(self.topic, self.queue, RECENT_EVENTS)]
+        events = [
+            {**e, "details": compact_details(e["details"])}
+            for e in recent_events(self.topic, self.queue, RECENT_EVENTS)
+        ]
         return {"type": "queue", "seq": 0, "data": data, "events": events}
 
     async def queue_update(self, message: dict[str, Any]) -> None:
-        await self.send_json({"type": "queue", "seq": message["seq"], "data": message["data"],
-                              "events": message["events"]})
+        await self.send_json(
+            {
+                "type": "queue",
+                "seq": message["seq"],
+                "data": message["data"],
+                "events": message["events"],
+            }
+        )
 
 
 class EventsConsumer(_HintConsumer):

@@ -42,25 +42,32 @@ def overview_stats(client: redis.Redis, snapshot: dict[str, Any]) -> dict[str, A
     topics = []
     for topic in snapshot["topics"]:
         name = topic["name"]
-        groups = [{
-            "group": group,
-            "out_per_s": round(committed.get((name, group), 0) / WINDOW_S, 3),
-            "retries_per_min": round(retries.get((name, group), 0) * 60 / WINDOW_S),
-            "dead_letters": dead.get((name, group), 0),
-            "lag": sum(g["lag"] for q in topic["queues"] for g in q["groups"]
-                       if g["group"] == group),
-            "stuck": sum(1 for s in stuck if s["topic"] == name and s["group"] == group),
-        } for group in topic["groups"]]
+        groups = [
+            {
+                "group": group,
+                "out_per_s": round(committed.get((name, group), 0) / WINDOW_S, 3),
+                "retries_per_min": round(retries.get((name, group), 0) * 60 / WINDOW_S),
+                "dead_letters": dead.get((name, group), 0),
+                "lag": sum(
+                    g["lag"] for q in topic["queues"] for g in q["groups"] if g["group"] == group
+                ),
+                "stuck": sum(1 for s in stuck if s["topic"] == name and s["group"] == group),
+            }
+            for group in topic["groups"]
+        ]
         topics.append({"name": name, "in_per_s": in_rates.get(name), "groups": groups})
     return {"window_s": WINDOW_S, "topics": topics, "stuck": stuck}
 
 
-def dead_letter_counts(client: redis.Redis,
-                       snapshot: dict[str, Any]) -> dict[tuple[str, str], int]:
+def dead_letter_counts(client: redis.Redis, snapshot: dict[str, Any]) -> dict[tuple[str, str], int]:
     """Dead letters waiting per (topic, group): replay and discard delete them, so the
     length of each queue's dead-letter stream is the count."""
-    cells = [(t["name"], q["queue"], group) for t in snapshot["topics"]
-             for q in t["queues"] for group in t["groups"]]
+    cells = [
+        (t["name"], q["queue"], group)
+        for t in snapshot["topics"]
+        for q in t["queues"]
+        for group in t["groups"]
+    ]
     pipe = client.pipeline(transaction=False)
     for topic, queue, group in cells:
         pipe.xlen(keys.dead_letters(topic, queue, group))
@@ -77,13 +84,13 @@ def live_cards(client: redis.Redis) -> dict[tuple[str, str, int, str], Card]:
     for card in consumers(client):
         for sub in card.get("subscriptions", []):
             for queue, view in (sub.get("queues") or {}).items():
-                cards[(sub.get("topic", ""), sub.get("group", ""), int(queue),
-                       card["id"])] = view
+                cards[(sub.get("topic", ""), sub.get("group", ""), int(queue), card["id"])] = view
     return cards
 
 
-def stuck_queues(snapshot: dict[str, Any], cards: dict[tuple[str, str, int, str], Card],
-                 now_ms: int) -> list[dict[str, Any]]:
+def stuck_queues(
+    snapshot: dict[str, Any], cards: dict[tuple[str, str, int, str], Card], now_ms: int
+) -> list[dict[str, Any]]:
     """Every stuck (topic, group, queue), the longest stuck first."""
     alerts = []
     for topic in snapshot["topics"]:
@@ -99,15 +106,24 @@ def stuck_queues(snapshot: dict[str, Any], cards: dict[tuple[str, str, int, str]
 def _not_moving(where: dict[str, Any], g: dict[str, Any], now_ms: int) -> list[dict[str, Any]]:
     if g["lag"] <= 0:
         return []
-    since = queries.not_moving_since(where["topic"], where["group"], where["queue"],
-                                     g["committed_offset"], now_ms)
+    since = queries.not_moving_since(
+        where["topic"], where["group"], where["queue"], g["committed_offset"], now_ms
+    )
     if since is None or now_ms - since < stuck_after_s() * 1000:
         return []
     waited = (now_ms - since) / 1000.0
-    return [{**where, "reason": "no_progress", "since_ms": since, "for_s": round(waited, 1),
-             "lag": g["lag"], "committed_offset": g["committed_offset"],
-             "why": f"queue {where['queue']}: lag {g['lag']}, committed offset "
-                    f"{g['committed_offset']} has not moved for {duration(waited)}"}]
+    return [
+        {
+            **where,
+            "reason": "no_progress",
+            "since_ms": since,
+            "for_s": round(waited, 1),
+            "lag": g["lag"],
+            "committed_offset": g["committed_offset"],
+            "why": f"queue {where['queue']}: lag {g['lag']}, committed offset "
+            f"{g['committed_offset']} has not moved for {duration(waited)}",
+        }
+    ]
 
 
 def _blocked(where: dict[str, Any], card: Card, now_ms: int) -> list[dict[str, Any]]:
@@ -118,15 +134,23 @@ def _blocked(where: dict[str, Any], card: Card, now_ms: int) -> list[dict[str, A
         if not since or waited < stuck_after_s():
             continue
         error = str(b.get("error", ""))
-        alerts.append({
-            **where, "reason": "blocked_key", "since_ms": since, "for_s": round(waited, 1),
-            "key": b.get("key", ""), "offset": b.get("offset"), "retries": b.get("retries", 0),
-            "waiting": b.get("waiting", 0), "error": error,
-            "why": f"queue {where['queue']}, key {b.get('key', '')} blocked at offset "
-                   f"{b.get('offset')} for {duration(waited)}, {b.get('waiting', 0)} "
-                   f"messages behind it, {b.get('retries', 0)} retries, last error: "
-                   f"{error[:200] or '(none)'}",
-        })
+        alerts.append(
+            {
+                **where,
+                "reason": "blocked_key",
+                "since_ms": since,
+                "for_s": round(waited, 1),
+                "key": b.get("key", ""),
+                "offset": b.get("offset"),
+                "retries": b.get("retries", 0),
+                "waiting": b.get("waiting", 0),
+                "error": error,
+                "why": f"queue {where['queue']}, key {b.get('key', '')} blocked at offset "
+                f"{b.get('offset')} for {duration(waited)}, {b.get('waiting', 0)} "
+                f"messages behind it, {b.get('retries', 0)} retries, last error: "
+                f"{error[:200] or '(none)'}",
+            }
+        )
     return alerts
 
 

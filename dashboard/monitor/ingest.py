@@ -142,8 +142,9 @@ def find_gap(info: StreamInfo | None, cursor: Cursor) -> Gap | None:
     return Gap(cursor.last_id, resumed, lost) if lost > 0 else None
 
 
-def next_cursor(cursor: Cursor, info: StreamInfo | None, gap: Gap | None,
-                entries: list[Entry]) -> Cursor:
+def next_cursor(
+    cursor: Cursor, info: StreamInfo | None, gap: Gap | None, entries: list[Entry]
+) -> Cursor:
     position = cursor.position
     last_id = cursor.last_id
     if gap is not None and info is not None:
@@ -152,20 +153,21 @@ def next_cursor(cursor: Cursor, info: StreamInfo | None, gap: Gap | None,
     if entries:
         last_id = entries[-1][0].decode()
         position = None if position is None else position + len(entries)
-    if info is not None and last_id == info.last_generated_id \
-            and info.entries_added is not None:
+    if info is not None and last_id == info.last_generated_id and info.entries_added is not None:
         position = info.entries_added  # caught up: exact again, whatever it was
     return Cursor(last_id, position)
 
 
 def load_cursor() -> Cursor:
-    row, _ = IngestCursor.objects.get_or_create(name=CURSOR,
-                                                defaults={"last_id": "0-0", "position": 0})
+    row, _ = IngestCursor.objects.get_or_create(
+        name=CURSOR, defaults={"last_id": "0-0", "position": 0}
+    )
     return Cursor(row.last_id, row.position)
 
 
-def store_batch(entries: list[Entry], cursor: Cursor | None = None,
-                info: StreamInfo | None = None) -> StoredBatch:
+def store_batch(
+    entries: list[Entry], cursor: Cursor | None = None, info: StreamInfo | None = None
+) -> StoredBatch:
     """Store one batch read after ``cursor`` (with the gap before it, if any), bump the
     counters and advance the cursor, all in one transaction."""
     cursor = cursor or load_cursor()
@@ -180,12 +182,17 @@ def store_batch(entries: list[Entry], cursor: Cursor | None = None,
         Event.objects.bulk_create(new_rows, ignore_conflicts=True, batch_size=500)
         _bump_counters(new_rows)
         IngestCursor.objects.update_or_create(
-            name=CURSOR, defaults={"last_id": after.last_id, "position": after.position})
+            name=CURSOR, defaults={"last_id": after.last_id, "position": after.position}
+        )
     if gap is not None:
-        log.error("event stream was trimmed past the ingester's cursor: %s events after %s "
-                  "were lost (resumed at %s); recorded as an %s event",
-                  "an unknown number of" if gap.lost is None else gap.lost, gap.after_id,
-                  gap.resumed_at_id, EVENTS_LOST)
+        log.error(
+            "event stream was trimmed past the ingester's cursor: %s events after %s "
+            "were lost (resumed at %s); recorded as an %s event",
+            "an unknown number of" if gap.lost is None else gap.lost,
+            gap.after_id,
+            gap.resumed_at_id,
+            EVENTS_LOST,
+        )
     return StoredBatch(new_rows, after, gap)
 
 
@@ -193,8 +200,9 @@ def _known_ids(ids: list[str]) -> set[str]:
     """Which of ``ids`` are stored already (in chunks: old SQLite allows 999 parameters)."""
     known: set[str] = set()
     for i in range(0, len(ids), 500):
-        known.update(Event.objects.filter(stream_id__in=ids[i:i + 500])
-                     .values_list("stream_id", flat=True))
+        known.update(
+            Event.objects.filter(stream_id__in=ids[i : i + 500]).values_list("stream_id", flat=True)
+        )
     return known
 
 
@@ -207,8 +215,9 @@ def _bump_counters(rows: list[Event]) -> None:
     for (name, topic, group, queue), amount in sorted(counts.items()):
         series = EventCounter.objects.filter(name=name, topic=topic, group=group, queue=queue)
         if not series.update(value=F("value") + amount):
-            EventCounter.objects.create(name=name, topic=topic, group=group, queue=queue,
-                                        value=amount)
+            EventCounter.objects.create(
+                name=name, topic=topic, group=group, queue=queue, value=amount
+            )
 
 
 def _counted(row: Event) -> list[tuple[str, int]]:
@@ -241,20 +250,27 @@ def _row(event: dict[str, Any]) -> Event:
 
 
 def _lost_row(gap: Gap) -> Event:
-    return Event(stream_id=f"lost:{gap.resumed_at_id}"[:40], type=EVENTS_LOST,
-                 ts=datetime.now(tz=UTC),
-                 details={"after_id": gap.after_id, "resumed_at_id": gap.resumed_at_id,
-                          "lost": gap.lost,
-                          "reason": "the event stream was trimmed (LOCKSTEP_EVENTS_MAXLEN) "
-                                    "past the ingester's cursor"})
+    return Event(
+        stream_id=f"lost:{gap.resumed_at_id}"[:40],
+        type=EVENTS_LOST,
+        ts=datetime.now(tz=UTC),
+        details={
+            "after_id": gap.after_id,
+            "resumed_at_id": gap.resumed_at_id,
+            "lost": gap.lost,
+            "reason": "the event stream was trimmed (LOCKSTEP_EVENTS_MAXLEN) "
+            "past the ingester's cursor",
+        },
+    )
 
 
 class Ingester:
     """Reads ``ls:events`` after the stored cursor, stores, publishes. One per deployment
     (two would store each event once between them, but number their pushes apart)."""
 
-    def __init__(self, client: redis.Redis, *, batch: int = 1000,
-                 push_interval: float = 0.5) -> None:
+    def __init__(
+        self, client: redis.Redis, *, batch: int = 1000, push_interval: float = 0.5
+    ) -> None:
         self.client = client
         self.batch = batch
         self.publisher = Publisher(client, push_interval)
@@ -289,9 +305,12 @@ class Ingester:
     def _sync_position(self, info: StreamInfo | None) -> None:
         """Caught up: make the stored position exact if it was not (an old cursor)."""
         assert self._cursor is not None
-        if info is not None and info.entries_added is not None \
-                and self._cursor.last_id == info.last_generated_id \
-                and self._cursor.position != info.entries_added:
+        if (
+            info is not None
+            and info.entries_added is not None
+            and self._cursor.last_id == info.last_generated_id
+            and self._cursor.position != info.entries_added
+        ):
             self._cursor = store_batch([], self._cursor, info).cursor
 
     def _read(self, after: str) -> tuple[StreamInfo | None, list[Entry]]:
@@ -321,16 +340,21 @@ class Ingester:
                 self.maybe_push()
             except (redis.RedisError, DatabaseError, InterfaceError) as exc:
                 failing = True
-                log.warning("ingester: %s unavailable (%s); retrying in %.1fs",
-                            "Redis" if isinstance(exc, redis.RedisError) else "database",
-                            exc, backoff)
+                log.warning(
+                    "ingester: %s unavailable (%s); retrying in %.1fs",
+                    "Redis" if isinstance(exc, redis.RedisError) else "database",
+                    exc,
+                    backoff,
+                )
                 self._reset_after_error()
                 stop.wait(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX)
                 continue
             if failing:
-                log.warning("ingester: recovered; stored up to %s",
-                            self._cursor.last_id if self._cursor else "?")
+                log.warning(
+                    "ingester: recovered; stored up to %s",
+                    self._cursor.last_id if self._cursor else "?",
+                )
                 failing = False
             backoff = BACKOFF_INITIAL
 
@@ -338,4 +362,3 @@ class Ingester:
         self._cursor = None
         with contextlib.suppress(DatabaseError, InterfaceError):
             connection.close()  # a broken connection is replaced on next use
-

@@ -95,9 +95,20 @@ def compact_details(details: dict[str, Any]) -> dict[str, Any]:
 
 def _signature(queue: dict[str, Any]) -> tuple[Any, ...]:
     """What makes a queue worth a push without events: produced, committed, parked, owner."""
-    return (queue["max_offset"], tuple(
-        (g["group"], g["committed_offset"], g["completed_above"], g["parked"], g["owner"],
-         g["token"]) for g in queue["groups"]))
+    return (
+        queue["max_offset"],
+        tuple(
+            (
+                g["group"],
+                g["committed_offset"],
+                g["completed_above"],
+                g["parked"],
+                g["owner"],
+                g["token"],
+            )
+            for g in queue["groups"]
+        ),
+    )
 
 
 class Publisher:
@@ -122,8 +133,9 @@ class Publisher:
             # Periodic events (samples, lane and key snapshots) change nothing a push
             # shows that the state signature would not catch.
             if row.topic and row.queue is not None and row.type not in NOISY_TYPES:
-                recent = self._pending.setdefault((row.topic, row.queue),
-                                                  deque(maxlen=RECENT_EVENTS))
+                recent = self._pending.setdefault(
+                    (row.topic, row.queue), deque(maxlen=RECENT_EVENTS)
+                )
                 recent.appendleft(row)  # shaped at push time: most are dropped before
         self._last_id = last_id
         self._dirty = True
@@ -147,7 +159,8 @@ class Publisher:
         snapshot = overview(self.client)
         self.seq += 1
         messages: list[tuple[str, Message]] = [
-            (OVERVIEW_GROUP, {"type": "overview.update", "seq": self.seq, "data": snapshot})]
+            (OVERVIEW_GROUP, {"type": "overview.update", "seq": self.seq, "data": snapshot})
+        ]
         changed = set(self._pending)
         for topic in snapshot["topics"]:
             for q in topic["queues"]:
@@ -181,17 +194,26 @@ class Publisher:
                     out.append(self._queue_message(state, queue, events))
         return out
 
-    def _queue_message(self, state: dict[str, Any], queue: int,
-                       events: list[dict[str, Any]]) -> tuple[str, Message]:
+    def _queue_message(
+        self, state: dict[str, Any], queue: int, events: list[dict[str, Any]]
+    ) -> tuple[str, Message]:
         topic = state["name"]
         self.queue_seq[(topic, queue)] += 1
         q = state["queues"][queue]
         # The same shape as workers.inspect.queue_state, sliced from one topic read.
-        data = {"topic": topic, "queue": queue, "max_offset": q["max_offset"],
-                "generated_at_ms": state["generated_at_ms"], "groups": q["groups"]}
-        return queue_group(topic, queue), {"type": "queue.update",
-                                           "seq": self.queue_seq[(topic, queue)],
-                                           "data": data, "events": events}
+        data = {
+            "topic": topic,
+            "queue": queue,
+            "max_offset": q["max_offset"],
+            "generated_at_ms": state["generated_at_ms"],
+            "groups": q["groups"],
+        }
+        return queue_group(topic, queue), {
+            "type": "queue.update",
+            "seq": self.queue_seq[(topic, queue)],
+            "data": data,
+            "events": events,
+        }
 
 
 async def _send_all(layer: Any, messages: list[tuple[str, Message]]) -> int:

@@ -61,8 +61,14 @@ def by_key(client: redis.Redis, topic: str, key: str, limit: int = 50) -> dict[s
     groups = groups_of(client, topic)
     _add_dead_and_parked(client, topic, queue, key, groups, found)
     chosen = dict(sorted(found.items())[-limit:])
-    return {"topic": topic, "queue": queue, "key": key, "max_offset": top,
-            "scanned_from": start, "messages": _describe(client, topic, queue, groups, chosen)}
+    return {
+        "topic": topic,
+        "queue": queue,
+        "key": key,
+        "max_offset": top,
+        "scanned_from": start,
+        "messages": _describe(client, topic, queue, groups, chosen),
+    }
 
 
 def by_offset(client: redis.Redis, topic: str, queue: int, offset: int) -> dict[str, Any]:
@@ -81,24 +87,36 @@ def by_offset(client: redis.Redis, topic: str, queue: int, offset: int) -> dict[
     key = found[offset].message.key if offset in found else None
     _add_dead_and_parked(client, topic, queue, key, groups, found, only=offset)
     if offset not in found:
-        raise MessageNotFound(f"no message at offset {offset} of {topic} queue {queue} "
-                              f"(max offset {broker.max_offset(topic, queue)})")
-    return {"topic": topic, "queue": queue, "key": found[offset].message.key,
-            "offset": offset, "max_offset": broker.max_offset(topic, queue),
-            "messages": _describe(client, topic, queue, groups, found)}
+        raise MessageNotFound(
+            f"no message at offset {offset} of {topic} queue {queue} "
+            f"(max offset {broker.max_offset(topic, queue)})"
+        )
+    return {
+        "topic": topic,
+        "queue": queue,
+        "key": found[offset].message.key,
+        "offset": offset,
+        "max_offset": broker.max_offset(topic, queue),
+        "messages": _describe(client, topic, queue, groups, found),
+    }
 
 
-def _decode(topic: str, queue: int, entry_id: bytes,
-            fields: dict[bytes, bytes]) -> Message | None:
+def _decode(topic: str, queue: int, entry_id: bytes, fields: dict[bytes, bytes]) -> Message | None:
     try:
         return decode_entry(topic, queue, entry_id, fields)
     except (MalformedEntry, ValueError):
         return None
 
 
-def _add_dead_and_parked(client: redis.Redis, topic: str, queue: int, key: str | None,
-                         groups: list[str], found: dict[int, Found],
-                         only: int | None = None) -> None:
+def _add_dead_and_parked(
+    client: redis.Redis,
+    topic: str,
+    queue: int,
+    key: str | None,
+    groups: list[str],
+    found: dict[int, Found],
+    only: int | None = None,
+) -> None:
     """Dead letters and parked copies outlive a trimmed stream: add the ones of ``key``
     (all keys when ``None``; only offset ``only`` when given) to ``found``."""
     broker = Broker(client)
@@ -127,37 +145,51 @@ class GroupView:
         m, g = found.message, self.live
         letter = found.dead.get(self.group)
         if letter is not None:
-            return {"group": self.group, "state": "dead_lettered", "dlq_id": letter.id,
-                    "error": letter.error, "reconsume_times": letter.reconsume_times,
-                    "dead_at_ms": letter.dead_at_ms}
+            return {
+                "group": self.group,
+                "state": "dead_lettered",
+                "dlq_id": letter.id,
+                "error": letter.error,
+                "reconsume_times": letter.reconsume_times,
+                "dead_at_ms": letter.dead_at_ms,
+            }
         if m.offset in self.parked:
             hold = self.parked[m.offset]
-            return {"group": self.group, "state": "parked", "hold": hold.get("state", "held"),
-                    "blocked_by_offset": hold.get("offset"), "dlq_id": hold.get("dlq_id")}
+            return {
+                "group": self.group,
+                "state": "parked",
+                "hold": hold.get("state", "held"),
+                "blocked_by_offset": hold.get("offset"),
+                "dlq_id": hold.get("dlq_id"),
+            }
         retrying = self._retrying(m)
         if retrying is not None:
             return {"group": self.group, "state": "retrying", **retrying}
-        if m.offset < g["committed_offset"] or any(a <= m.offset <= b
-                                                   for a, b in self.completed):
+        if m.offset < g["committed_offset"] or any(a <= m.offset <= b for a, b in self.completed):
             return {"group": self.group, "state": "handled"}
-        return {"group": self.group, "state": "pending",
-                "ahead": max(0, m.offset - g["committed_offset"])}
+        return {
+            "group": self.group,
+            "state": "pending",
+            "ahead": max(0, m.offset - g["committed_offset"]),
+        }
 
     def _retrying(self, m: Message) -> dict[str, Any] | None:
         g = self.live
         for b in g.get("blocked_keys") or []:
             if b.get("key") == m.key and b.get("offset") == m.offset:
-                return {"retries": b.get("retries", 0), "error": b.get("error", ""),
-                        "since_ms": int(float(b.get("since", 0)) * 1000),
-                        "waiting": b.get("waiting", 0)}
+                return {
+                    "retries": b.get("retries", 0),
+                    "error": b.get("error", ""),
+                    "since_ms": int(float(b.get("since", 0)) * 1000),
+                    "waiting": b.get("waiting", 0),
+                }
         queue_head = "blocked_keys" not in g and m.offset == g["committed_offset"]
         if queue_head and g.get("retries", 0) > 0:
             return {"retries": g["retries"], "error": g.get("last_error", "")}
         return None
 
 
-def _group_views(client: redis.Redis, topic: str, queue: int,
-                 groups: list[str]) -> list[GroupView]:
+def _group_views(client: redis.Redis, topic: str, queue: int, groups: list[str]) -> list[GroupView]:
     live = {g["group"]: g for g in queue_state(client, topic, queue)["groups"]}
     broker = Broker(client)
     views = []
@@ -171,13 +203,20 @@ def _group_views(client: redis.Redis, topic: str, queue: int,
     return views
 
 
-def _describe(client: redis.Redis, topic: str, queue: int, groups: list[str],
-              found: dict[int, Found]) -> list[dict[str, Any]]:
+def _describe(
+    client: redis.Redis, topic: str, queue: int, groups: list[str], found: dict[int, Found]
+) -> list[dict[str, Any]]:
     views = _group_views(client, topic, queue, groups) if found else []
-    return [{
-        "queue": queue, "offset": f.message.offset, "key": f.message.key,
-        "produced_at_ms": int(f.message.produced_at * 1000), "headers": f.message.headers,
-        "size": len(f.message.body),
-        "body_preview": f.message.body[:BODY_PREVIEW_BYTES].decode("utf-8", "replace"),
-        "states": [view.state_of(f) for view in views],
-    } for _, f in sorted(found.items())]
+    return [
+        {
+            "queue": queue,
+            "offset": f.message.offset,
+            "key": f.message.key,
+            "produced_at_ms": int(f.message.produced_at * 1000),
+            "headers": f.message.headers,
+            "size": len(f.message.body),
+            "body_preview": f.message.body[:BODY_PREVIEW_BYTES].decode("utf-8", "replace"),
+            "states": [view.state_of(f) for view in views],
+        }
+        for _, f in sorted(found.items())
+    ]

@@ -32,31 +32,60 @@ Labels = tuple[tuple[str, str], ...]
 
 # (metric, help, field of a group's state in the overview); all labelled topic/group/queue.
 GROUP_GAUGES = (
-    ("lockstep_queue_lag_messages",
-     "Messages behind: max offset - committed - completed above it + parked.", "lag"),
-    ("lockstep_queue_lag_seconds",
-     "Seconds since the oldest unconsumed (or parked) message was produced; 0 when caught "
-     "up.", "time_lag_s"),
-    ("lockstep_queue_committed_offset",
-     "Committed offset (low-water mark): every offset below it is done.", "committed_offset"),
-    ("lockstep_queue_parked_messages",
-     "Messages parked behind held keys (after_dlq=hold).", "parked"),
+    (
+        "lockstep_queue_lag_messages",
+        "Messages behind: max offset - committed - completed above it + parked.",
+        "lag",
+    ),
+    (
+        "lockstep_queue_lag_seconds",
+        "Seconds since the oldest unconsumed (or parked) message was produced; 0 when caught up.",
+        "time_lag_s",
+    ),
+    (
+        "lockstep_queue_committed_offset",
+        "Committed offset (low-water mark): every offset below it is done.",
+        "committed_offset",
+    ),
+    (
+        "lockstep_queue_parked_messages",
+        "Messages parked behind held keys (after_dlq=hold).",
+        "parked",
+    ),
     ("lockstep_queue_lock_token", "Fencing token of the queue's latest lock grant.", "token"),
 )
 # (counter name in EventCounter, metric, help).
 COUNTERS = (
-    ("consume_retries", "lockstep_consume_retries_total",
-     "Messages put back for another attempt (consume_failed events, one per message)."),
-    ("dead_letters", "lockstep_dead_letters_total",
-     "Messages moved to the dead letters (dead_lettered and malformed_entry events)."),
-    ("lock_owner_changes", "lockstep_lock_owner_changes_total",
-     "Queue lock grants (lock_acquired events)."),
-    ("fencing_rejections", "lockstep_fencing_rejections_total",
-     "Commits or dead-letter moves refused for a stale fencing token."),
-    ("events_lost", "lockstep_events_lost_total",
-     "Runtime events trimmed from the event stream before the ingester stored them."),
-    ("event_stream_gaps", "lockstep_event_stream_gaps_total",
-     "Times the ingester found the event stream trimmed past its cursor."),
+    (
+        "consume_retries",
+        "lockstep_consume_retries_total",
+        "Messages put back for another attempt (consume_failed events, one per message).",
+    ),
+    (
+        "dead_letters",
+        "lockstep_dead_letters_total",
+        "Messages moved to the dead letters (dead_lettered and malformed_entry events).",
+    ),
+    (
+        "lock_owner_changes",
+        "lockstep_lock_owner_changes_total",
+        "Queue lock grants (lock_acquired events).",
+    ),
+    (
+        "fencing_rejections",
+        "lockstep_fencing_rejections_total",
+        "Commits or dead-letter moves refused for a stale fencing token.",
+    ),
+    (
+        "events_lost",
+        "lockstep_events_lost_total",
+        "Runtime events trimmed from the event stream before the ingester stored them.",
+    ),
+    (
+        "event_stream_gaps",
+        "lockstep_event_stream_gaps_total",
+        "Times the ingester found the event stream trimmed past its cursor.",
+    ),
 )
 
 # The ingester's own counters: one series each, without labels.
@@ -104,11 +133,17 @@ def format_value(value: float | int) -> str:
 
 def queue_families(snapshot: dict[str, Any]) -> list[Family]:
     gauges = [Family(name, "gauge", text) for name, text, _ in GROUP_GAUGES]
-    owned = Family("lockstep_queue_owned", "gauge",
-                   "1 while a consumer holds a live lock on the queue for the group, else 0.")
-    max_offset = Family("lockstep_queue_max_offset", "gauge",
-                        "Next offset to be produced in the queue (a property of the queue, "
-                        "so labelled topic and queue only).")
+    owned = Family(
+        "lockstep_queue_owned",
+        "gauge",
+        "1 while a consumer holds a live lock on the queue for the group, else 0.",
+    )
+    max_offset = Family(
+        "lockstep_queue_max_offset",
+        "gauge",
+        "Next offset to be produced in the queue (a property of the queue, "
+        "so labelled topic and queue only).",
+    )
     for topic in snapshot["topics"]:
         for q in topic["queues"]:
             max_offset.add(q["max_offset"], topic=topic["name"], queue=q["queue"])
@@ -128,8 +163,9 @@ def consumer_family(snapshot: dict[str, Any], cards: list[dict[str, Any]]) -> Fa
     for topic in snapshot["topics"]:  # known groups with nobody consuming: 0, not absent
         for group in topic["groups"]:
             live.setdefault((topic["name"], group), 0)
-    family = Family("lockstep_consumers", "gauge",
-                    "Live consumer processes subscribed, per topic and group.")
+    family = Family(
+        "lockstep_consumers", "gauge", "Live consumer processes subscribed, per topic and group."
+    )
     for (topic_name, group), count in sorted(live.items()):
         family.add(count, topic=topic_name, group=group)
     return family
@@ -148,16 +184,23 @@ def counter_families() -> list[Family]:
             if not (row.topic or row.group) and row.queue < 0:
                 family.add(row.value)
             else:
-                family.add(row.value, topic=row.topic, group=row.group,
-                           queue="" if row.queue < 0 else row.queue)
+                family.add(
+                    row.value,
+                    topic=row.topic,
+                    group=row.group,
+                    queue="" if row.queue < 0 else row.queue,
+                )
         families.append(family)
     return families
 
 
 def render_metrics(client: redis.Redis) -> str:
     snapshot = overview(client)
-    families = [*queue_families(snapshot), consumer_family(snapshot, consumers(client)),
-                *counter_families()]
+    families = [
+        *queue_families(snapshot),
+        consumer_family(snapshot, consumers(client)),
+        *counter_families(),
+    ]
     return "\n".join(line for f in families for line in f.render()) + "\n"
 
 

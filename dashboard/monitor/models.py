@@ -78,8 +78,10 @@ class EventCounter(models.Model):
 
     class Meta:
         constraints = (
-            models.UniqueConstraint(fields=("name", "topic", "group", "queue"),
-                                    name="monitor_eventcounter_unique_series"),
+            models.UniqueConstraint(
+                fields=("name", "topic", "group", "queue"),
+                name="monitor_eventcounter_unique_series",
+            ),
         )
 
     def __str__(self) -> str:

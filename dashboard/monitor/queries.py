@@ -59,14 +59,19 @@ def event_dict(event: Event) -> dict[str, Any]:
 
 # ---- rates (overview) ------------------------------------------------------------------
 
+
 def topic_in_rates(topics: Iterable[str], now_ms: int, window_s: int) -> dict[str, float]:
     """Messages produced per second per topic, from the ``lag_sampled`` history: for each
     queue, the growth of its max offset between its first and last sample inside the
     window, divided by the time between them; summed over the queues. A topic with fewer
     than two samples in the window (lag sampling not running) is absent."""
-    rows = (Event.objects.filter(type=ev.LAG_SAMPLED, topic__in=list(topics),
-                                 ts__gte=at(now_ms - window_s * 1000))
-            .order_by("ts", "id").values_list("topic", "queue", "ts", "details"))
+    rows = (
+        Event.objects.filter(
+            type=ev.LAG_SAMPLED, topic__in=list(topics), ts__gte=at(now_ms - window_s * 1000)
+        )
+        .order_by("ts", "id")
+        .values_list("topic", "queue", "ts", "details")
+    )
     first: dict[tuple[str, int], tuple[datetime, int]] = {}
     last: dict[tuple[str, int], tuple[datetime, int]] = {}
     for topic, queue, ts, details in rows:
@@ -82,8 +87,9 @@ def topic_in_rates(topics: Iterable[str], now_ms: int, window_s: int) -> dict[st
     return {topic: round(rate, 3) for topic, rate in rates.items()}
 
 
-def committed_counts(topics: Iterable[str], now_ms: int,
-                     window_s: int) -> dict[tuple[str, str], int]:
+def committed_counts(
+    topics: Iterable[str], now_ms: int, window_s: int
+) -> dict[tuple[str, str], int]:
     """Messages committed per (topic, group) inside the window, from ``offset_committed``:
     per queue, the highest offset committed in the window minus the offset committed
     before it (the newest earlier commit; without one, the first commit's ``from_offset``
@@ -92,9 +98,9 @@ def committed_counts(topics: Iterable[str], now_ms: int,
     names = list(topics)
     top: dict[tuple[str, str, int], int] = {}
     low: dict[tuple[str, str, int], int] = {}
-    rows = Event.objects.filter(type=ev.OFFSET_COMMITTED, topic__in=names,
-                                ts__gte=at(start)).values_list("topic", "group", "queue",
-                                                               "details")
+    rows = Event.objects.filter(
+        type=ev.OFFSET_COMMITTED, topic__in=names, ts__gte=at(start)
+    ).values_list("topic", "group", "queue", "details")
     for topic, group, queue, details in rows:
         cell = (topic, group, queue or 0)
         offset = int(details.get("offset", 0))
@@ -109,34 +115,53 @@ def committed_counts(topics: Iterable[str], now_ms: int,
 
 
 def _commits_before(topics: list[str], start_ms: int) -> dict[tuple[str, str, int], int]:
-    newest = (Event.objects.filter(type=ev.OFFSET_COMMITTED, topic__in=topics,
-                                   ts__lt=at(start_ms),
-                                   ts__gte=at(start_ms - BASELINE_LOOKBACK_MS))
-              .values("topic", "group", "queue").annotate(last=Max("id"))
-              .values_list("last", flat=True))
-    return {(e.topic, e.group, e.queue or 0): int(e.details.get("offset", 0))
-            for e in Event.objects.filter(id__in=list(newest))}
+    newest = (
+        Event.objects.filter(
+            type=ev.OFFSET_COMMITTED,
+            topic__in=topics,
+            ts__lt=at(start_ms),
+            ts__gte=at(start_ms - BASELINE_LOOKBACK_MS),
+        )
+        .values("topic", "group", "queue")
+        .annotate(last=Max("id"))
+        .values_list("last", flat=True)
+    )
+    return {
+        (e.topic, e.group, e.queue or 0): int(e.details.get("offset", 0))
+        for e in Event.objects.filter(id__in=list(newest))
+    }
 
 
-def retry_counts(topics: Iterable[str], now_ms: int,
-                 window_s: int) -> dict[tuple[str, str], int]:
+def retry_counts(topics: Iterable[str], now_ms: int, window_s: int) -> dict[tuple[str, str], int]:
     """``consume_failed`` events (one per failed attempt of a batch or key) per (topic,
     group) inside the window."""
-    rows = (Event.objects.filter(type=ev.CONSUME_FAILED, topic__in=list(topics),
-                                 ts__gte=at(now_ms - window_s * 1000))
-            .values_list("topic", "group").annotate(n=Count("id")))
+    rows = (
+        Event.objects.filter(
+            type=ev.CONSUME_FAILED, topic__in=list(topics), ts__gte=at(now_ms - window_s * 1000)
+        )
+        .values_list("topic", "group")
+        .annotate(n=Count("id"))
+    )
     return {(topic, group): n for topic, group, n in rows}
 
 
-def not_moving_since(topic: str, group: str, queue: int, committed: int,
-                     now_ms: int) -> int | None:
+def not_moving_since(topic: str, group: str, queue: int, committed: int, now_ms: int) -> int | None:
     """Since when (ms) the lag samples have shown ``committed`` as the committed offset
     with a lag above zero, without a break: the time of the oldest sample of that newest
     unbroken run. ``None`` when the newest sample breaks it (or there are none)."""
-    samples = Event.objects.filter(type=ev.LAG_SAMPLED, topic=topic, group=group,
-                                   queue=queue, ts__gte=at(now_ms - STUCK_LOOKBACK_MS))
-    moved = (samples.filter(~Q(details__committed_offset=committed) | Q(details__lag__lte=0))
-             .order_by("-ts", "-id").values_list("ts", flat=True).first())
+    samples = Event.objects.filter(
+        type=ev.LAG_SAMPLED,
+        topic=topic,
+        group=group,
+        queue=queue,
+        ts__gte=at(now_ms - STUCK_LOOKBACK_MS),
+    )
+    moved = (
+        samples.filter(~Q(details__committed_offset=committed) | Q(details__lag__lte=0))
+        .order_by("-ts", "-id")
+        .values_list("ts", flat=True)
+        .first()
+    )
     run = samples.filter(ts__gt=moved) if moved is not None else samples
     oldest = run.order_by("ts", "id").values_list("ts", flat=True).first()
     return to_ms(oldest) if oldest is not None else None
@@ -144,32 +169,51 @@ def not_moving_since(topic: str, group: str, queue: int, committed: int,
 
 # ---- one consumer group ----------------------------------------------------------------
 
+
 def latest_lanes(topic: str, group: str, consumers: Iterable[str]) -> list[dict[str, Any]]:
     """The newest ``lanes`` event of each of ``consumers`` in (topic, group): lane
     occupancy is reported only when it changes, so the newest one is the current one."""
-    newest = (Event.objects.filter(type=ev.LANES, topic=topic, group=group,
-                                   consumer__in=list(consumers))
-              .values("consumer").annotate(last=Max("id")).values_list("last", flat=True))
-    return [{"consumer": e.consumer, "at_ms": to_ms(e.ts), **e.details}
-            for e in Event.objects.filter(id__in=list(newest)).order_by("consumer")]
+    newest = (
+        Event.objects.filter(type=ev.LANES, topic=topic, group=group, consumer__in=list(consumers))
+        .values("consumer")
+        .annotate(last=Max("id"))
+        .values_list("last", flat=True)
+    )
+    return [
+        {"consumer": e.consumer, "at_ms": to_ms(e.ts), **e.details}
+        for e in Event.objects.filter(id__in=list(newest)).order_by("consumer")
+    ]
 
 
 # ---- one queue -------------------------------------------------------------------------
 
-def queue_series(topic: str, queue: int, since_ms: int,
-                 max_points: int = 600) -> dict[str, list[list[int | None]]]:
+
+def queue_series(
+    topic: str, queue: int, since_ms: int, max_points: int = 600
+) -> dict[str, list[list[int | None]]]:
     """Per group, points ``[t_ms, max_offset, committed_offset, lag]`` in time order:
     ``lag_sampled`` gives all three, ``offset_committed`` only the committed offset (the
     others null). Thinned to at most ``max_points`` per group by keeping, per time
     bucket, the newest value of each field."""
-    rows = (Event.objects.filter(topic=topic, queue=queue, ts__gte=at(since_ms),
-                                 type__in=(ev.LAG_SAMPLED, ev.OFFSET_COMMITTED))
-            .order_by("ts", "id").values_list("group", "type", "ts", "details"))
+    rows = (
+        Event.objects.filter(
+            topic=topic,
+            queue=queue,
+            ts__gte=at(since_ms),
+            type__in=(ev.LAG_SAMPLED, ev.OFFSET_COMMITTED),
+        )
+        .order_by("ts", "id")
+        .values_list("group", "type", "ts", "details")
+    )
     series: dict[str, list[list[int | None]]] = defaultdict(list)
     for group, type_, ts, details in rows:
         if type_ == ev.LAG_SAMPLED:
-            point = [to_ms(ts), _int(details.get("max_offset")),
-                     _int(details.get("committed_offset")), _int(details.get("lag"))]
+            point = [
+                to_ms(ts),
+                _int(details.get("max_offset")),
+                _int(details.get("committed_offset")),
+                _int(details.get("lag")),
+            ]
         else:
             point = [to_ms(ts), None, _int(details.get("offset")), None]
         series[group].append(point)
@@ -183,8 +227,7 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def _thin(points: list[list[int | None]], since_ms: int,
-          max_points: int) -> list[list[int | None]]:
+def _thin(points: list[list[int | None]], since_ms: int, max_points: int) -> list[list[int | None]]:
     if len(points) <= max_points:
         return points
     end = int(points[-1][0] or since_ms)
@@ -193,9 +236,17 @@ def _thin(points: list[list[int | None]], since_ms: int,
     for point in points:
         slot = (int(point[0] or 0) - since_ms) // width
         kept = buckets.get(slot)
-        buckets[slot] = point if kept is None else [
-            point[0], *(new if new is not None else old
-                        for new, old in zip(point[1:], kept[1:], strict=True))]
+        buckets[slot] = (
+            point
+            if kept is None
+            else [
+                point[0],
+                *(
+                    new if new is not None else old
+                    for new, old in zip(point[1:], kept[1:], strict=True)
+                ),
+            ]
+        )
     return [buckets[slot] for slot in sorted(buckets)]
 
 
@@ -210,13 +261,20 @@ class Interval:
     live: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        return {"group": self.group, "consumer": self.consumer, "token": self.token,
-                "start_ms": self.start_ms, "end_ms": self.end_ms,
-                "end_reason": self.end_reason or None, "live": self.live}
+        return {
+            "group": self.group,
+            "consumer": self.consumer,
+            "token": self.token,
+            "start_ms": self.start_ms,
+            "end_ms": self.end_ms,
+            "end_reason": self.end_reason or None,
+            "live": self.live,
+        }
 
 
-def lock_timeline(topic: str, queue: int, since_ms: int,
-                  live_owners: dict[str, tuple[str, int]]) -> list[dict[str, Any]]:
+def lock_timeline(
+    topic: str, queue: int, since_ms: int, live_owners: dict[str, tuple[str, int]]
+) -> list[dict[str, Any]]:
     """Lock ownership of one queue since ``since_ms``: one interval per grant (group,
     consumer, token), from its ``lock_acquired`` to the event that ended it (released,
     lost, renew_failed, fenced). A grant without such an event ends where the group's next
@@ -225,8 +283,11 @@ def lock_timeline(topic: str, queue: int, since_ms: int,
     reason "no release seen": a killed consumer's lock simply expires). A grant made
     before ``since_ms`` and still held then is included with its real start."""
     kinds = (ev.LOCK_ACQUIRED, *LOCK_ENDS)
-    found = list(Event.objects.filter(topic=topic, queue=queue, type__in=kinds,
-                                      ts__gte=at(since_ms)).order_by("ts", "id"))
+    found = list(
+        Event.objects.filter(
+            topic=topic, queue=queue, type__in=kinds, ts__gte=at(since_ms)
+        ).order_by("ts", "id")
+    )
     grants: dict[tuple[str, str, int | None], Interval] = {}
     for e in _held_at(topic, queue, since_ms) + found:
         ref = (e.group, e.consumer, e.token)
@@ -241,22 +302,30 @@ def lock_timeline(topic: str, queue: int, since_ms: int,
 
 def _held_at(topic: str, queue: int, since_ms: int) -> list[Event]:
     """Each group's newest grant before ``since_ms`` that had not ended by then."""
-    newest = (Event.objects.filter(type=ev.LOCK_ACQUIRED, topic=topic, queue=queue,
-                                   ts__lt=at(since_ms))
-              .values("group").annotate(last=Max("id")).values_list("last", flat=True))
+    newest = (
+        Event.objects.filter(type=ev.LOCK_ACQUIRED, topic=topic, queue=queue, ts__lt=at(since_ms))
+        .values("group")
+        .annotate(last=Max("id"))
+        .values_list("last", flat=True)
+    )
     held = []
     for grant in Event.objects.filter(id__in=list(newest)):
-        ended = Event.objects.filter(topic=topic, queue=queue, group=grant.group,
-                                     consumer=grant.consumer, token=grant.token,
-                                     type__in=tuple(LOCK_ENDS), ts__gte=grant.ts,
-                                     ts__lt=at(since_ms)).exists()
+        ended = Event.objects.filter(
+            topic=topic,
+            queue=queue,
+            group=grant.group,
+            consumer=grant.consumer,
+            token=grant.token,
+            type__in=tuple(LOCK_ENDS),
+            ts__gte=grant.ts,
+            ts__lt=at(since_ms),
+        ).exists()
         if not ended:
             held.append(grant)
     return held
 
 
-def _close_open(grants: list[Interval],
-                live_owners: dict[str, tuple[str, int]]) -> list[Interval]:
+def _close_open(grants: list[Interval], live_owners: dict[str, tuple[str, int]]) -> list[Interval]:
     grants.sort(key=lambda i: (i.start_ms, i.group))
     by_group: dict[str, list[Interval]] = defaultdict(list)
     for grant in grants:
@@ -277,25 +346,36 @@ def _close_open(grants: list[Interval],
 def rebalances(topic: str, queue: int, since_ms: int) -> list[dict[str, Any]]:
     """Rebalances since ``since_ms`` that moved this queue to or from a consumer."""
     out = []
-    for e in Event.objects.filter(type=ev.REBALANCE, topic=topic,
-                                  ts__gte=at(since_ms)).order_by("ts", "id"):
+    for e in Event.objects.filter(type=ev.REBALANCE, topic=topic, ts__gte=at(since_ms)).order_by(
+        "ts", "id"
+    ):
         old, new = e.details.get("old") or [], e.details.get("new") or []
         if (queue in old) == (queue in new):
             continue
-        out.append({"at_ms": to_ms(e.ts), "group": e.group, "consumer": e.consumer,
-                    "change": "assigned" if queue in new else "revoked",
-                    "members": e.details.get("members") or []})
+        out.append(
+            {
+                "at_ms": to_ms(e.ts),
+                "group": e.group,
+                "consumer": e.consumer,
+                "change": "assigned" if queue in new else "revoked",
+                "members": e.details.get("members") or [],
+            }
+        )
     return out
 
 
 def recent_events(topic: str, queue: int, limit: int = 50) -> list[dict[str, Any]]:
     """The queue's newest events, newest first, without the periodic ones."""
-    rows = (Event.objects.filter(topic=topic, queue=queue).exclude(type__in=NOISY_TYPES)
-            .order_by("-ts", "-id")[:limit])
+    rows = (
+        Event.objects.filter(topic=topic, queue=queue)
+        .exclude(type__in=NOISY_TYPES)
+        .order_by("-ts", "-id")[:limit]
+    )
     return [event_dict(e) for e in rows]
 
 
 # ---- the event feed --------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class FeedFilter:
@@ -320,13 +400,16 @@ def event_feed(f: FeedFilter) -> FeedPage:
     the first ``limit`` events stored after it, so a poller never skips one. Without it,
     or when that event is not stored (pruned), the newest ``limit``."""
     rows = _filtered(f)
-    cursor = (Event.objects.filter(stream_id=f.after).values_list("id", flat=True).first()
-              if f.after else None)
+    cursor = (
+        Event.objects.filter(stream_id=f.after).values_list("id", flat=True).first()
+        if f.after
+        else None
+    )
     if cursor is not None:
-        page = list(rows.filter(id__gt=cursor).order_by("id")[:f.limit + 1])
-        return FeedPage(page[:f.limit], len(page) > f.limit, True)
-    newest = list(rows.order_by("-id")[:f.limit + 1])
-    return FeedPage(newest[:f.limit][::-1], len(newest) > f.limit, not f.after)
+        page = list(rows.filter(id__gt=cursor).order_by("id")[: f.limit + 1])
+        return FeedPage(page[: f.limit], len(page) > f.limit, True)
+    newest = list(rows.order_by("-id")[: f.limit + 1])
+    return FeedPage(newest[: f.limit][::-1], len(newest) > f.limit, not f.after)
 
 
 def _filtered(f: FeedFilter) -> QuerySet[Event]:
@@ -346,22 +429,34 @@ def _filtered(f: FeedFilter) -> QuerySet[Event]:
 
 # ---- message histories -----------------------------------------------------------------
 
+
 def key_history(topic: str, key: str, limit: int = 200) -> list[dict[str, Any]]:
     """The newest ``limit`` events naming ``key`` in ``topic``, oldest first."""
     rows = Event.objects.filter(topic=topic, key=key).order_by("-ts", "-id")[:limit]
     return [event_dict(e) for e in reversed(rows)]
 
 
-def offset_history(topic: str, queue: int, key: str, offset: int,
-                   limit: int = 200) -> list[dict[str, Any]]:
+def offset_history(
+    topic: str, queue: int, key: str, offset: int, limit: int = 200
+) -> list[dict[str, Any]]:
     """Events about one message, oldest first: those of its key that name its offset
     (retries, dead letter, parking, replay) and, per group, the commit that moved past
     it."""
-    named = [e for e in Event.objects.filter(topic=topic, queue=queue, key=key)
-             .order_by("-ts", "-id")[:limit * 5] if _mentions(e.details, offset)]
-    first_past = (Event.objects.filter(type=ev.OFFSET_COMMITTED, topic=topic, queue=queue,
-                                       details__offset__gt=offset)
-                  .values("group").annotate(first=Min("id")).values_list("first", flat=True))
+    named = [
+        e
+        for e in Event.objects.filter(topic=topic, queue=queue, key=key).order_by("-ts", "-id")[
+            : limit * 5
+        ]
+        if _mentions(e.details, offset)
+    ]
+    first_past = (
+        Event.objects.filter(
+            type=ev.OFFSET_COMMITTED, topic=topic, queue=queue, details__offset__gt=offset
+        )
+        .values("group")
+        .annotate(first=Min("id"))
+        .values_list("first", flat=True)
+    )
     passed = list(Event.objects.filter(id__in=list(first_past)))
     rows = sorted([*named[:limit], *passed], key=lambda e: (e.ts, e.id))
     return [event_dict(e) for e in rows]

@@ -28,13 +28,20 @@ def sample_lag() -> int:
     for topic in snapshot["topics"]:
         for q in topic["queues"]:
             for g in q["groups"]:
-                event = ev.Event(ev.LAG_SAMPLED, snapshot["generated_at_ms"], topic["name"],
-                                 g["group"], q["queue"], details={
-                                     "max_offset": q["max_offset"],
-                                     "committed_offset": g["committed_offset"],
-                                     "lag": g["lag"], "time_lag_s": g["time_lag_s"],
-                                     "owner": g["owner"] or "",
-                                 })
+                event = ev.Event(
+                    ev.LAG_SAMPLED,
+                    snapshot["generated_at_ms"],
+                    topic["name"],
+                    g["group"],
+                    q["queue"],
+                    details={
+                        "max_offset": q["max_offset"],
+                        "committed_offset": g["committed_offset"],
+                        "lag": g["lag"],
+                        "time_lag_s": g["time_lag_s"],
+                        "owner": g["owner"] or "",
+                    },
+                )
                 pipe.xadd(keys.EVENTS, event.fields(), maxlen=maxlen, approximate=True)
                 count += 1
     pipe.execute()

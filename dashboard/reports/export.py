@@ -21,8 +21,18 @@ CHUNK_ROWS = 5000
 KEEP_EXPORTS = 7
 EXPORT_GLOB = "events-run*.jsonl"
 
-_COLUMNS = ("stream_id", "type", "ts", "topic", "group", "queue", "key", "token", "consumer",
-            "details")
+_COLUMNS = (
+    "stream_id",
+    "type",
+    "ts",
+    "topic",
+    "group",
+    "queue",
+    "key",
+    "token",
+    "consumer",
+    "details",
+)
 
 
 def export_path(directory: Path, run_id: int, until: datetime) -> Path:
@@ -34,8 +44,12 @@ def export_events(path: Path, since: datetime, until: datetime) -> int:
     many. The file appears complete or not at all (written aside, then renamed)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
-    rows = (Event.objects.filter(ts__gte=since, ts__lt=until).order_by("ts", "id")
-            .values_list(*_COLUMNS).iterator(chunk_size=CHUNK_ROWS))
+    rows = (
+        Event.objects.filter(ts__gte=since, ts__lt=until)
+        .order_by("ts", "id")
+        .values_list(*_COLUMNS)
+        .iterator(chunk_size=CHUNK_ROWS)
+    )
     count = 0
     with partial.open("w", encoding="utf-8") as out:
         for row in rows:

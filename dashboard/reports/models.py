@@ -91,8 +91,9 @@ class LagSummary(models.Model):
     class Meta:
         ordering = ("topic", "group", "queue")
         constraints = (
-            models.UniqueConstraint(fields=["run", "topic", "group", "queue"],
-                                    name="reports_lagsummary_one_per_queue"),
+            models.UniqueConstraint(
+                fields=["run", "topic", "group", "queue"], name="reports_lagsummary_one_per_queue"
+            ),
         )
         verbose_name_plural = "lag summaries"
 
@@ -101,11 +102,18 @@ class LagSummary(models.Model):
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "topic": self.topic, "group": self.group, "queue": self.queue,
-            "samples": self.samples, "avg_lag": self.avg_lag, "max_lag": self.max_lag,
-            "p95_lag": self.p95_lag, "max_time_lag_s": self.max_time_lag_s,
-            "last_committed_offset": self.last_committed_offset, "commits": self.commits,
-            "retries": self.retries, "dead_letters": self.dead_letters,
+            "topic": self.topic,
+            "group": self.group,
+            "queue": self.queue,
+            "samples": self.samples,
+            "avg_lag": self.avg_lag,
+            "max_lag": self.max_lag,
+            "p95_lag": self.p95_lag,
+            "max_time_lag_s": self.max_time_lag_s,
+            "last_committed_offset": self.last_committed_offset,
+            "commits": self.commits,
+            "retries": self.retries,
+            "dead_letters": self.dead_letters,
             "window_start": self.window_start.isoformat(),
             "window_end": self.window_end.isoformat(),
         }
@@ -115,8 +123,7 @@ class StuckInterval(models.Model):
     """A stretch where a queue was behind and its committed offset did not move; see
     ``analytics.transform.stuck_intervals``."""
 
-    run = models.ForeignKey(AnalyticsRun, on_delete=models.CASCADE,
-                            related_name="stuck_intervals")
+    run = models.ForeignKey(AnalyticsRun, on_delete=models.CASCADE, related_name="stuck_intervals")
     topic = models.CharField(max_length=128)
     group = models.CharField(max_length=128)
     queue = models.IntegerField()
@@ -136,9 +143,14 @@ class StuckInterval(models.Model):
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "topic": self.topic, "group": self.group, "queue": self.queue,
+            "topic": self.topic,
+            "group": self.group,
+            "queue": self.queue,
             "committed_offset": self.committed_offset,
-            "started_at": self.started_at.isoformat(), "ended_at": self.ended_at.isoformat(),
-            "duration_s": self.duration_s, "samples": self.samples, "max_lag": self.max_lag,
+            "started_at": self.started_at.isoformat(),
+            "ended_at": self.ended_at.isoformat(),
+            "duration_s": self.duration_s,
+            "samples": self.samples,
+            "max_lag": self.max_lag,
             "ongoing": self.ongoing,
         }

@@ -25,8 +25,12 @@ ERROR_LINES = 6
 ERROR_CHARS = 2000
 
 
-def run_analytics(*, master: str | None = None, since_hours: float = DEFAULT_SINCE_HOURS,
-                  now: datetime | None = None) -> AnalyticsRun:
+def run_analytics(
+    *,
+    master: str | None = None,
+    since_hours: float = DEFAULT_SINCE_HOURS,
+    now: datetime | None = None,
+) -> AnalyticsRun:
     """Analyse the events of the last ``since_hours`` before ``now`` on ``master``
     (default ``settings.SPARK_MASTER``; an already active SparkSession is reused).
 
@@ -38,7 +42,8 @@ def run_analytics(*, master: str | None = None, since_hours: float = DEFAULT_SIN
         raise ValueError(f"since_hours must be positive, got {since_hours}")
     until = now or timezone.now()
     run = AnalyticsRun.objects.create(
-        window_start=until - timedelta(hours=since_hours), window_end=until,
+        window_start=until - timedelta(hours=since_hours),
+        window_end=until,
         spark_master=master or settings.SPARK_MASTER,
     )
     try:
@@ -71,7 +76,8 @@ def _analyse(run: AnalyticsRun) -> None:
 def _store(run: AnalyticsRun, result: JobResult) -> None:
     LagSummary.objects.bulk_create(LagSummary(run=run, **row) for row in result.lag_summary)
     StuckInterval.objects.bulk_create(
-        StuckInterval(run=run, **row) for row in result.stuck_intervals)
+        StuckInterval(run=run, **row) for row in result.stuck_intervals
+    )
     run.events_malformed = result.malformed
     run.malformed_examples = list(result.malformed_examples)
     run.finish(AnalyticsRun.Status.OK)

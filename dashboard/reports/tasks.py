@@ -18,6 +18,13 @@ def run_analytics(since_hours: float = runner.DEFAULT_SINCE_HOURS) -> dict[str, 
     outcome is recorded on the run (shown at /analytics/), and logged."""
     run = runner.run_analytics(since_hours=since_hours)
     level = logging.ERROR if run.status == AnalyticsRun.Status.FAILED else logging.INFO
-    log.log(level, "analytics run %s: %s, %d events, %d malformed %s", run.pk, run.status,
-            run.events_exported, run.events_malformed, run.error)
+    log.log(
+        level,
+        "analytics run %s: %s, %d events, %d malformed %s",
+        run.pk,
+        run.status,
+        run.events_exported,
+        run.events_malformed,
+        run.error,
+    )
     return run.as_dict()

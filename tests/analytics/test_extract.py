@@ -17,10 +17,30 @@ def _line(**fields: object) -> str:
 def test_it_reads_an_export_with_the_explicit_schema(spark: SparkSession, tmp_path: Path):
     path = tmp_path / "events.jsonl"
     path.write_text(
-        _line(id="1-0", type="lag_sampled", ts_ms=1_000, topic="orders", group="mailer",
-              queue=3, key="", token=None, consumer="", details='{"lag":7,"committed_offset":2}')
-        + _line(id="2-0", type="lock_acquired", ts_ms=2_000, topic="orders", group="mailer",
-                queue=3, key="", token=12, consumer="w1", details="{}")
+        _line(
+            id="1-0",
+            type="lag_sampled",
+            ts_ms=1_000,
+            topic="orders",
+            group="mailer",
+            queue=3,
+            key="",
+            token=None,
+            consumer="",
+            details='{"lag":7,"committed_offset":2}',
+        )
+        + _line(
+            id="2-0",
+            type="lock_acquired",
+            ts_ms=2_000,
+            topic="orders",
+            group="mailer",
+            queue=3,
+            key="",
+            token=12,
+            consumer="w1",
+            details="{}",
+        )
     )
 
     events = read_events(spark, path)
@@ -32,20 +52,36 @@ def test_it_reads_an_export_with_the_explicit_schema(spark: SparkSession, tmp_pa
 
     assert events.schema.fieldNames() == [*EVENT_SCHEMA.fieldNames(), CORRUPT_COLUMN]
     assert [(r["id"], r["ts_ms"], r["queue"], r["token"], r[CORRUPT_COLUMN]) for r in rows] == [
-        ("1-0", 1_000, 3, None, None), ("2-0", 2_000, 3, 12, None)]
-    assert [(r["queue"], r["max_lag"], r["last_committed_offset"]) for r in summary] == [
-        (3, 7, 2)]
+        ("1-0", 1_000, 3, None, None),
+        ("2-0", 2_000, 3, 12, None),
+    ]
+    assert [(r["queue"], r["max_lag"], r["last_committed_offset"]) for r in summary] == [(3, 7, 2)]
 
 
 def test_it_reports_unreadable_lines_as_malformed_instead_of_failing(
-        spark: SparkSession, tmp_path: Path):
+    spark: SparkSession, tmp_path: Path
+):
     path = tmp_path / "events.jsonl"
     path.write_text(
-        _line(id="1-0", type="lag_sampled", ts_ms=1_000, topic="orders", group="mailer",
-              queue=0, details='{"lag":1,"committed_offset":0}')
+        _line(
+            id="1-0",
+            type="lag_sampled",
+            ts_ms=1_000,
+            topic="orders",
+            group="mailer",
+            queue=0,
+            details='{"lag":1,"committed_offset":0}',
+        )
         + "this is not json\n"
-        + _line(id="3-0", type="lag_sampled", ts_ms=3_000, topic="orders", group="mailer",
-                queue="three", details='{"lag":1}')
+        + _line(
+            id="3-0",
+            type="lag_sampled",
+            ts_ms=3_000,
+            topic="orders",
+            group="mailer",
+            queue="three",
+            details='{"lag":1}',
+        )
     )
 
     events = read_events(spark, path)

@@ -14,16 +14,34 @@ pytestmark = pytest.mark.django_db
 def _run(status: str, hours_ago: float, **fields: object) -> AnalyticsRun:
     started = timezone.now() - timedelta(hours=hours_ago)
     return AnalyticsRun.objects.create(
-        started_at=started, finished_at=started + timedelta(minutes=1), status=status,
-        window_start=started - timedelta(hours=24), window_end=started,
-        spark_master="local[1]", **fields)
+        started_at=started,
+        finished_at=started + timedelta(minutes=1),
+        status=status,
+        window_start=started - timedelta(hours=24),
+        window_end=started,
+        spark_master="local[1]",
+        **fields,
+    )
 
 
 def _summary(run: AnalyticsRun, queue: int, avg_lag: float | None) -> LagSummary:
     return LagSummary.objects.create(
-        run=run, topic="orders", group="mailer", queue=queue, samples=5, avg_lag=avg_lag,
-        max_lag=9, p95_lag=8, max_time_lag_s=1.25, last_committed_offset=77, commits=12,
-        retries=1, dead_letters=0, window_start=run.window_start, window_end=run.window_end)
+        run=run,
+        topic="orders",
+        group="mailer",
+        queue=queue,
+        samples=5,
+        avg_lag=avg_lag,
+        max_lag=9,
+        p95_lag=8,
+        max_time_lag_s=1.25,
+        last_committed_offset=77,
+        commits=12,
+        retries=1,
+        dead_letters=0,
+        window_start=run.window_start,
+        window_end=run.window_end,
+    )
 
 
 def test_it_sends_anonymous_visitors_to_the_login_page(client: Client):
@@ -45,8 +63,7 @@ def test_it_says_when_there_is_no_report_yet(viewer_client: Client):
     api = viewer_client.get("/api/v1/analytics/lag").json()
 
     assert "No analytics report yet" in page
-    assert api == {"latest_attempt": None, "run": None, "lag_summary": [],
-                   "stuck_intervals": []}
+    assert api == {"latest_attempt": None, "run": None, "lag_summary": [], "stuck_intervals": []}
 
 
 def test_it_shows_a_failed_latest_run_above_the_previous_report(viewer_client: Client):
@@ -70,5 +87,7 @@ def test_its_json_twin_returns_the_latest_report(viewer_client: Client):
     body = viewer_client.get("/api/v1/analytics/lag").json()
 
     assert body["run"]["id"] == latest.pk == body["latest_attempt"]["id"]
-    assert [(s["queue"], s["avg_lag"], s["p95_lag"], s["last_committed_offset"])
-            for s in body["lag_summary"]] == [(1, None, 8, 77)]
+    assert [
+        (s["queue"], s["avg_lag"], s["p95_lag"], s["last_committed_offset"])
+        for s in body["lag_summary"]
+    ] == [(1, None, 8, 77)]

@@ -8,8 +8,9 @@ from analytics.transform import lag_summary, malformed_events
 from tests.analytics.builders import commit, event, events_frame, sample
 
 
-def _by_queue(spark: SparkSession, rows: list[tuple[Any, ...]]) -> dict[tuple[str, str, int],
-                                                                       dict[str, Any]]:
+def _by_queue(
+    spark: SparkSession, rows: list[tuple[Any, ...]]
+) -> dict[tuple[str, str, int], dict[str, Any]]:
     out = lag_summary(events_frame(spark, rows)).collect()
     return {(r["topic"], r["group"], r["queue"]): r.asDict() for r in out}
 
@@ -25,19 +26,23 @@ def test_it_computes_the_lag_figures_of_each_topic_group_and_queue(spark: SparkS
     ]
     summary = _by_queue(spark, rows)
 
-    assert set(summary) == {("orders", "mailer", 0), ("orders", "mailer", 1),
-                            ("orders", "audit", 0)}
+    assert set(summary) == {
+        ("orders", "mailer", 0),
+        ("orders", "mailer", 1),
+        ("orders", "audit", 0),
+    }
     q0 = summary[("orders", "mailer", 0)]
     # (0 + 10 + 20 + 30) / 4 = 15; p95: smallest value with >= 95% of samples at or below.
     assert (q0["samples"], q0["avg_lag"], q0["max_lag"], q0["p95_lag"]) == (4, 15.0, 30, 30)
     assert q0["max_time_lag_s"] == 4.5
     assert (q0["window_start_ms"], q0["window_end_ms"]) == (1_000, 4_000)
-    assert (summary[("orders", "mailer", 1)]["avg_lag"], summary[("orders", "audit", 0)]
-            ["max_lag"]) == (7.0, 2)
+    assert (
+        summary[("orders", "mailer", 1)]["avg_lag"],
+        summary[("orders", "audit", 0)]["max_lag"],
+    ) == (7.0, 2)
 
 
-def test_it_computes_p95_lag_as_the_value_95_percent_of_samples_stay_within(
-        spark: SparkSession):
+def test_it_computes_p95_lag_as_the_value_95_percent_of_samples_stay_within(spark: SparkSession):
     rows = [sample(1_000 * lag, lag=lag, committed=0) for lag in range(1, 21)]
 
     q0 = _by_queue(spark, rows)[("orders", "mailer", 0)]
@@ -66,12 +71,18 @@ def test_it_sums_commits_and_counts_retries_and_dead_letters(spark: SparkSession
     assert q0["window_start_ms"] == 1_000
     q1 = summary[("orders", "mailer", 1)]
     assert (q1["samples"], q1["avg_lag"], q1["p95_lag"], q1["commits"], q1["retries"]) == (
-        0, None, None, 0, 1)
+        0,
+        None,
+        None,
+        0,
+        1,
+    )
     assert q1["last_committed_offset"] is None
 
 
 def test_it_takes_the_last_committed_offset_from_the_latest_event_not_the_largest(
-        spark: SparkSession):
+    spark: SparkSession,
+):
     rows = [
         commit(1_000, 40, 50, commits=10),
         sample(2_000, lag=12, committed=42),  # the offset was reset after the commit
@@ -98,8 +109,10 @@ def test_it_skips_malformed_details_and_says_why(spark: SparkSession):
     problems = sorted((r["type"], r["problem"]) for r in malformed_events(frame).collect())
 
     assert list(summary) == [("orders", "mailer", 0)]
-    assert (summary[("orders", "mailer", 0)]["samples"],
-            summary[("orders", "mailer", 0)]["max_lag"]) == (1, 4)
+    assert (
+        summary[("orders", "mailer", 0)]["samples"],
+        summary[("orders", "mailer", 0)]["max_lag"],
+    ) == (1, 4)
     assert problems == [
         ("lag_sampled", "lag_sampled details without an integer lag"),
         ("lag_sampled", "lag_sampled details without an integer lag"),

@@ -25,18 +25,40 @@ class Log:
         self.start = start
         self.n = 0
 
-    def add(self, type_: str, at_s: float, details: Any = None, queue: int | None = 0,
-            group: str = "mailer") -> None:
+    def add(
+        self,
+        type_: str,
+        at_s: float,
+        details: Any = None,
+        queue: int | None = 0,
+        group: str = "mailer",
+    ) -> None:
         self.n += 1
-        Event.objects.create(stream_id=f"{self.n}-0", type=type_, queue=queue, group=group,
-                             topic="orders", ts=self.start + timedelta(seconds=at_s),
-                             details={} if details is None else details)
+        Event.objects.create(
+            stream_id=f"{self.n}-0",
+            type=type_,
+            queue=queue,
+            group=group,
+            topic="orders",
+            ts=self.start + timedelta(seconds=at_s),
+            details={} if details is None else details,
+        )
 
-    def sample(self, at_s: float, lag: int, committed: int, time_lag_s: float,
-               queue: int = 0) -> None:
-        self.add("lag_sampled", at_s, {"max_offset": committed + lag, "lag": lag,
-                                       "committed_offset": committed,
-                                       "time_lag_s": time_lag_s, "owner": "w1"}, queue)
+    def sample(
+        self, at_s: float, lag: int, committed: int, time_lag_s: float, queue: int = 0
+    ) -> None:
+        self.add(
+            "lag_sampled",
+            at_s,
+            {
+                "max_offset": committed + lag,
+                "lag": lag,
+                "committed_offset": committed,
+                "time_lag_s": time_lag_s,
+                "owner": "w1",
+            },
+            queue,
+        )
 
 
 def _run(**options: Any) -> str:
@@ -46,7 +68,8 @@ def _run(**options: Any) -> str:
 
 
 def test_it_stores_the_lag_summary_and_shows_it_on_the_report_page(
-        spark: SparkSession, viewer_client: Client):
+    spark: SparkSession, viewer_client: Client
+):
     log = Log(timezone.now() - timedelta(hours=1))
     log.sample(0, lag=4, committed=10, time_lag_s=0.5)
     log.add("consume_failed", 5, {"offsets": [10], "reconsume_times": 1, "error": "boom"})
@@ -68,14 +91,29 @@ def test_it_stores_the_lag_summary_and_shows_it_on_the_report_page(
     assert run.spark_master == "local[1]"
     q0 = LagSummary.objects.get(run=run, queue=0)
     assert (q0.topic, q0.group, q0.samples, q0.avg_lag, q0.p95_lag, q0.max_lag) == (
-        "orders", "mailer", 3, 4.0, 8, 8)
-    assert (q0.max_time_lag_s, q0.last_committed_offset, q0.commits, q0.retries,
-            q0.dead_letters) == (2.0, 18, 8, 2, 1)
+        "orders",
+        "mailer",
+        3,
+        4.0,
+        8,
+        8,
+    )
+    assert (
+        q0.max_time_lag_s,
+        q0.last_committed_offset,
+        q0.commits,
+        q0.retries,
+        q0.dead_letters,
+    ) == (2.0, 18, 8, 2, 1)
     assert q0.window_end - q0.window_start == timedelta(seconds=20)
     assert list(LagSummary.objects.filter(run=run).values_list("queue", flat=True)) == [0, 2]
     stuck = StuckInterval.objects.get(run=run)
     assert (stuck.queue, stuck.committed_offset, stuck.duration_s, stuck.ongoing) == (
-        2, 40, 120.0, True)
+        2,
+        40,
+        120.0,
+        True,
+    )
     assert "Analytics run" in output and "orders/mailer/0" in output
     assert "Stuck: orders/mailer/2 at offset 40 for 120 s" in output
 
@@ -88,8 +126,7 @@ def test_it_stores_the_lag_summary_and_shows_it_on_the_report_page(
     assert "still stuck at the last sample" in html
 
 
-def test_it_says_clearly_when_the_window_has_no_events(viewer_client: Client,
-                                                       analytics_dir: Path):
+def test_it_says_clearly_when_the_window_has_no_events(viewer_client: Client, analytics_dir: Path):
     output = _run(since_hours=6)
 
     run = AnalyticsRun.objects.get()
@@ -99,8 +136,7 @@ def test_it_says_clearly_when_the_window_has_no_events(viewer_client: Client,
     assert "No events in this window" in viewer_client.get("/analytics/").content.decode()
 
 
-def test_it_skips_malformed_details_and_says_how_many(spark: SparkSession,
-                                                      viewer_client: Client):
+def test_it_skips_malformed_details_and_says_how_many(spark: SparkSession, viewer_client: Client):
     log = Log(timezone.now() - timedelta(minutes=30))
     log.sample(0, lag=3, committed=5, time_lag_s=1.0)
     log.add("lag_sampled", 10, {"lag": "a lot"})
@@ -112,15 +148,15 @@ def test_it_skips_malformed_details_and_says_how_many(spark: SparkSession,
     assert (run.status, run.events_exported, run.events_malformed) == ("ok", 3, 2)
     assert [e["problem"] for e in run.malformed_examples] == [
         "lag_sampled details without an integer lag",
-        "offset_committed details without integer offset and commits"]
+        "offset_committed details without integer offset and commits",
+    ]
     assert LagSummary.objects.get(run=run).samples == 1
     assert "2 malformed events skipped" in output
     assert "2 malformed events skipped" in viewer_client.get("/analytics/").content.decode()
 
 
 def test_it_records_a_failed_run_and_says_why(settings: Any, tmp_path: Path):
-    Event.objects.create(stream_id="1-0", type="lag_sampled", ts=timezone.now(),
-                         details={"lag": 1})
+    Event.objects.create(stream_id="1-0", type="lag_sampled", ts=timezone.now(), details={"lag": 1})
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     settings.LOCKSTEP_ANALYTICS_DIR = blocker / "analytics"  # cannot create a dir in a file

@@ -20,11 +20,23 @@ SAMPLES = [
 ]
 
 
-def _stretches(spark: SparkSession, rows: list[tuple[Any, ...]],
-               min_seconds: float) -> list[tuple[Any, ...]]:
+def _stretches(
+    spark: SparkSession, rows: list[tuple[Any, ...]], min_seconds: float
+) -> list[tuple[Any, ...]]:
     out = stuck_intervals(events_frame(spark, rows), min_seconds).collect()
-    return [(r["queue"], r["committed_offset"], r["start_ms"], r["end_ms"], r["duration_s"],
-             r["samples"], r["max_lag"], r["ongoing"]) for r in out]
+    return [
+        (
+            r["queue"],
+            r["committed_offset"],
+            r["start_ms"],
+            r["end_ms"],
+            r["duration_s"],
+            r["samples"],
+            r["max_lag"],
+            r["ongoing"],
+        )
+        for r in out
+    ]
 
 
 def test_it_finds_a_stretch_behind_with_an_unchanged_committed_offset(spark: SparkSession):
@@ -34,7 +46,8 @@ def test_it_finds_a_stretch_behind_with_an_unchanged_committed_offset(spark: Spa
 
 
 def test_it_keeps_short_stretches_under_a_lower_threshold_and_marks_the_ongoing_one(
-        spark: SparkSession):
+    spark: SparkSession,
+):
     assert _stretches(spark, SAMPLES, min_seconds=0) == [
         (0, 10, 0, 60_000, 60.0, 3, 8, False),
         (0, 16, 90_000, 90_000, 0.0, 1, 2, False),

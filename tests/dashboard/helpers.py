@@ -35,12 +35,12 @@ class Recorder:
 
 
 @contextmanager
-def running_consumer(redis_url: str, topic: str, group: str) -> Iterator[tuple[Consumer,
-                                                                               Recorder]]:
+def running_consumer(redis_url: str, topic: str, group: str) -> Iterator[tuple[Consumer, Recorder]]:
     """One in-process consumer of ``group``; stopped (queues finished and unlocked) after."""
     recorder = Recorder()
-    consumer = Consumer(redis_url, [Subscription(topic, group, handler=HANDLER)],
-                        handlers={HANDLER: recorder})
+    consumer = Consumer(
+        redis_url, [Subscription(topic, group, handler=HANDLER)], handlers={HANDLER: recorder}
+    )
     consumer.start()
     try:
         yield consumer, recorder
@@ -61,8 +61,9 @@ def per_queue(results: Iterable[SendResult]) -> Counter[int]:
     return Counter(r.queue for r in results)
 
 
-def wait_until(probe: Callable[[], T], done: Callable[[T], bool], timeout: float = 15.0,
-               interval: float = 0.05) -> T:
+def wait_until(
+    probe: Callable[[], T], done: Callable[[T], bool], timeout: float = 15.0, interval: float = 0.05
+) -> T:
     """Call ``probe`` until ``done(value)``; return the last value either way, so the caller
     asserts on what was really observed."""
     deadline = time.monotonic() + timeout

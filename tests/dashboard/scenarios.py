@@ -47,13 +47,20 @@ class FailOn:
 
 
 @contextmanager
-def consuming(redis_url: str, topic: str, group: str, handler: FailOn,
-              consumer_id: str | None = None, **options: Any) -> Iterator[Consumer]:
+def consuming(
+    redis_url: str,
+    topic: str,
+    group: str,
+    handler: FailOn,
+    consumer_id: str | None = None,
+    **options: Any,
+) -> Iterator[Consumer]:
     """One in-process consumer of (topic, group) with ``handler``; ``options`` are
     ``Subscription`` fields (ordering, max_reconsume_times, ...). Stopped after."""
     sub = Subscription(topic, group, handler=HANDLER, **options)
-    consumer = Consumer(redis_url, [sub], handlers={HANDLER: handler}, timings=QUICK,
-                        consumer_id=consumer_id)
+    consumer = Consumer(
+        redis_url, [sub], handlers={HANDLER: handler}, timings=QUICK, consumer_id=consumer_id
+    )
     consumer.start()
     try:
         yield consumer
@@ -70,8 +77,9 @@ def ingest_all(client: redis.Redis) -> int:
     return total
 
 
-def ingest_until(client: redis.Redis, event_type: str, minimum: int = 1,
-                 timeout: float = 15.0) -> int:
+def ingest_until(
+    client: redis.Redis, event_type: str, minimum: int = 1, timeout: float = 15.0
+) -> int:
     """Ingest until at least ``minimum`` events of ``event_type`` are stored; returns how
     many are (the runtime buffers events up to its flush interval)."""
     from dashboard.monitor.models import Event

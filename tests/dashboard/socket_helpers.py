@@ -46,21 +46,37 @@ async def drain(socket: WebsocketCommunicator, quiet: float = 0.5) -> list[dict[
 
 def stable(state: dict[str, Any]) -> dict[str, Any]:
     """A queue state without the fields that change with the clock alone."""
-    return {**{k: v for k, v in state.items() if k != "generated_at_ms"},
-            "groups": [{k: v for k, v in g.items() if k not in TIME_FIELDS}
-                       for g in state["groups"]]}
+    return {
+        **{k: v for k, v in state.items() if k != "generated_at_ms"},
+        "groups": [{k: v for k, v in g.items() if k not in TIME_FIELDS} for g in state["groups"]],
+    }
 
 
-def write_events(client: redis.Redis, topic: str, queue: int, count: int,
-                 type_: str = "consume_failed", group: str = "mailer") -> list[str]:
+def write_events(
+    client: redis.Redis,
+    topic: str,
+    queue: int,
+    count: int,
+    type_: str = "consume_failed",
+    group: str = "mailer",
+) -> list[str]:
     """Append ``count`` runtime-shaped events about one queue, stamped now (1 ms apart);
     returns their stream IDs."""
     now_ms = int(time.time() * 1000)
     pipe = client.pipeline(transaction=False)
     for i in range(count):
-        pipe.xadd(keys.EVENTS, {"type": type_, "ts": now_ms + i, "topic": topic,
-                                "group": group, "queue": queue, "key": f"order-{i}",
-                                "details": f'{{"offsets": [{i}], "error": "boom {i}"}}'})
+        pipe.xadd(
+            keys.EVENTS,
+            {
+                "type": type_,
+                "ts": now_ms + i,
+                "topic": topic,
+                "group": group,
+                "queue": queue,
+                "key": f"order-{i}",
+                "details": f'{{"offsets": [{i}], "error": "boom {i}"}}',
+            },
+        )
     return [i.decode() for i in pipe.execute()]
 
 

@@ -24,9 +24,15 @@ from tests.support import free_port
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 USER, PASSWORD = "operator", "operator-password-1"
-CHROMIUM_ARGS = ["--no-sandbox", "--headless=new", "--disable-gpu",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless=new",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 TIMEOUT_MS = 15_000
 
 
@@ -60,21 +66,36 @@ class Site:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def manage(self, *args: str) -> str:
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=self.env,
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=REPO,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if done.returncode != 0:
             raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stderr}")
         return done.stdout
 
     def start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
         commands = {
-            "web": [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
-                    "dashboard.asgi:application"],
+            "web": [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "dashboard.asgi:application",
+            ],
             "ingester": [sys.executable, "manage.py", "ingest_events", *args],
         }
         with open(self.logs / f"{name}.log", "ab") as log:
-            proc = subprocess.Popen(commands[name], cwd=REPO, env=self.env, stdout=log,
-                                    stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(
+                commands[name], cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT
+            )
         self.procs[name] = proc
         if name == "web":
             self._wait_for_http()
@@ -143,8 +164,9 @@ def running_site(redis_url: str, workdir: Path, topics: dict[str, int]) -> Itera
 def chromium() -> Iterator[Browser]:
     """Headless Chromium from the system (no browser download)."""
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium",
-                                             args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS
+        )
         try:
             yield browser
         finally:

@@ -39,10 +39,14 @@ def test_it_lists_each_instance_with_its_assigned_queues(
     create_topic(redis_client, "orders", 4)
     client.force_login(viewer)
 
-    with consuming(redis_url, "orders", "mailer", FailOn(), consumer_id="a"), \
-            consuming(redis_url, "orders", "mailer", FailOn(), consumer_id="b"):
-        found = wait_until(lambda: _consumers(client), lambda cs: [
-            [len(s["held"]) for s in c["subscriptions"]] for c in cs] == [[2], [2]])
+    with (
+        consuming(redis_url, "orders", "mailer", FailOn(), consumer_id="a"),
+        consuming(redis_url, "orders", "mailer", FailOn(), consumer_id="b"),
+    ):
+        found = wait_until(
+            lambda: _consumers(client),
+            lambda cs: [[len(s["held"]) for s in c["subscriptions"]] for c in cs] == [[2], [2]],
+        )
         page = client.get("/consumers")
 
     assert [c["id"] for c in found] == ["a", "b"]
@@ -52,8 +56,12 @@ def test_it_lists_each_instance_with_its_assigned_queues(
         assert consumer["started_at_ms"] > 0
         (sub,) = consumer["subscriptions"]
         assert {k: sub[k] for k in ("topic", "group", "model", "ordering", "assigned")} == {
-            "topic": "orders", "group": "mailer", "model": "clustering",
-            "ordering": "queue", "assigned": queues}
+            "topic": "orders",
+            "group": "mailer",
+            "model": "clustering",
+            "ordering": "queue",
+            "assigned": queues,
+        }
         assert [h["queue"] for h in sub["held"]] == queues
     assert page.status_code == 200
     html = page.content.decode()

@@ -39,8 +39,16 @@ def _history(r: redis.Redis) -> None:
         (ev.CONSUME_FAILED, "orders", "audit", 0, "order-8"),
     ]
     for i, (type_, topic, group, queue, key) in enumerate(rows):
-        write_event(r, type_, 1_795_000_000_000 + i * 1000, topic=topic, group=group,
-                    queue=queue, key=key, details={"n": i})
+        write_event(
+            r,
+            type_,
+            1_795_000_000_000 + i * 1000,
+            topic=topic,
+            group=group,
+            queue=queue,
+            key=key,
+            details={"n": i},
+        )
     ingest_all(r)
 
 
@@ -53,14 +61,19 @@ def test_it_answers_an_anonymous_visitor_with_401_json(client: Client) -> None:
     assert client.get("/events")["Location"] == "/login/?next=/events"
 
 
-@pytest.mark.parametrize(("query", "error"), [
-    ("?queue=first", "queue must be a whole number, got 'first'"),
-    ("?limit=0", "limit must be 1..500, got 0"),
-    ("?limit=501", "limit must be 1..500, got 501"),
-    ("?after=yesterday", "after must be an event stream ID like 1795257513451-0, "
-                         "got 'yesterday'"),
-    ("?type=Lock%20Acquired!", "type 'LockAcquired!' is not an event type name"),
-])
+@pytest.mark.parametrize(
+    ("query", "error"),
+    [
+        ("?queue=first", "queue must be a whole number, got 'first'"),
+        ("?limit=0", "limit must be 1..500, got 0"),
+        ("?limit=501", "limit must be 1..500, got 501"),
+        (
+            "?after=yesterday",
+            "after must be an event stream ID like 1795257513451-0, got 'yesterday'",
+        ),
+        ("?type=Lock%20Acquired!", "type 'LockAcquired!' is not an event type name"),
+    ],
+)
 def test_it_answers_bad_parameters_with_400_json(
     client: Client, viewer: User, query: str, error: str
 ) -> None:
@@ -87,8 +100,13 @@ def test_it_filters_by_topic_group_queue_type_and_key(
     assert _ns(_feed(client, "?type=lock_lost")) == []
     one = _feed(client, "?type=dead_lettered")["events"][0]
     assert {k: one[k] for k in ("type", "topic", "group", "queue", "key", "ts_ms")} == {
-        "type": "dead_lettered", "topic": "orders", "group": "mailer", "queue": 1,
-        "key": "order-7", "ts_ms": 1_795_000_005_000}
+        "type": "dead_lettered",
+        "topic": "orders",
+        "group": "mailer",
+        "queue": 1,
+        "key": "order-7",
+        "ts_ms": 1_795_000_005_000,
+    }
 
 
 def test_it_pages_forward_after_an_event_without_skipping_any(
@@ -134,7 +152,9 @@ def test_it_shows_the_runtimes_lock_events_on_the_page(
     page = client.get("/events?type=lock_acquired").content.decode()
 
     assert [(e["consumer"], e["queue"], e["token"]) for e in feed["events"]] == [
-        ("c-1", 0, 1), ("c-1", 1, 1)]
+        ("c-1", 0, 1),
+        ("c-1", 1, 1),
+    ]
     assert page.count('class="event-row"') == 2
     assert 'data-type="lock_acquired"' in page
     assert f'data-last-id="{feed["last_id"]}"' in page
@@ -144,10 +164,10 @@ def test_it_pages_on_after_an_event_the_ingester_made_up(
     client: Client, viewer: User, redis_client: redis.Redis
 ) -> None:
     _history(redis_client)
-    lost = Event.objects.create(stream_id="lost:1795000009000-0", type="events_lost",
-                                ts=timezone.now(), details={"lost": 3})
-    write_event(redis_client, ev.LOCK_LOST, 1_795_000_010_000, topic="orders",
-                details={"n": 8})
+    lost = Event.objects.create(
+        stream_id="lost:1795000009000-0", type="events_lost", ts=timezone.now(), details={"lost": 3}
+    )
+    write_event(redis_client, ev.LOCK_LOST, 1_795_000_010_000, topic="orders", details={"n": 8})
     ingest_all(redis_client)
     client.force_login(viewer)
 

@@ -61,13 +61,18 @@ def test_it_shows_each_queue_held_by_the_consumer_with_its_offsets(
     client.force_login(viewer)
 
     with consuming(redis_url, "orders", "mailer", FailOn()) as consumer:
-        group = wait_until(lambda: _group(client), lambda g: g["totals"]["lag"] == 0
-                           and all(c["assigned"] == [0, 1] for c in g["consumers"]))
+        group = wait_until(
+            lambda: _group(client),
+            lambda g: (
+                g["totals"]["lag"] == 0 and all(c["assigned"] == [0, 1] for c in g["consumers"])
+            ),
+        )
 
     assert (group["topic"], group["group"], group["queue_count"]) == ("orders", "mailer", 2)
     assert group["ordering"] == "queue"
     assert [(c["id"], c["assigned"]) for c in group["consumers"]] == [
-        (consumer.consumer_id, [0, 1])]
+        (consumer.consumer_id, [0, 1])
+    ]
     for q in group["queues"]:
         assert q["owner"] == consumer.consumer_id
         assert q["token"] >= 1
@@ -76,8 +81,15 @@ def test_it_shows_each_queue_held_by_the_consumer_with_its_offsets(
         assert q["committed_offset"] == q["max_offset"] == counts[q["queue"]]
         assert (q["lag"], q["time_lag_s"], q["retries"], q["dead_letters"]) == (0, 0.0, 0, 0)
         assert q["state"] in {"idle", "consuming"}
-    assert group["totals"] == {"lag": 0, "max_time_lag_s": 0.0, "owned": 2, "dead_letters": 0,
-                               "blocked_keys": 0, "parked_keys": 0, "parked_messages": 0}
+    assert group["totals"] == {
+        "lag": 0,
+        "max_time_lag_s": 0.0,
+        "owned": 2,
+        "dead_letters": 0,
+        "blocked_keys": 0,
+        "parked_keys": 0,
+        "parked_messages": 0,
+    }
     assert group["blocked_keys"] == group["parked_keys"] == group["lanes"] == []
 
 
@@ -89,17 +101,30 @@ def test_it_lists_blocked_keys_and_lanes_under_key_ordering(
     client.force_login(viewer)
     handler = FailOn("order-poison", error="card declined")
 
-    with consuming(redis_url, "orders", "mailer", handler, ordering=Ordering.KEY, lanes=4,
-                   retry_initial_ms=50, retry_max_ms=100) as consumer:
+    with consuming(
+        redis_url,
+        "orders",
+        "mailer",
+        handler,
+        ordering=Ordering.KEY,
+        lanes=4,
+        retry_initial_ms=50,
+        retry_max_ms=100,
+    ) as consumer:
         wait_until(handler.count, lambda n: n == 1)
         ingest_until(redis_client, ev.LANES)
-        group = wait_until(lambda: _group(client), lambda g: len(g["blocked_keys"]) == 1
-                           and g["lanes"] != [])
+        group = wait_until(
+            lambda: _group(client), lambda g: len(g["blocked_keys"]) == 1 and g["lanes"] != []
+        )
 
     assert group["ordering"] == "key"
     (blocked,) = group["blocked_keys"]
     assert (blocked["queue"], blocked["key"], blocked["offset"], blocked["waiting"]) == (
-        poison.queue, "order-poison", poison.offset, 1)
+        poison.queue,
+        "order-poison",
+        poison.offset,
+        1,
+    )
     assert blocked["retries"] >= 1
     assert "card declined" in blocked["error"]
     assert blocked["since_ms"] > 0
@@ -122,16 +147,27 @@ def test_it_lists_parked_keys_held_after_a_dead_letter(
     client.force_login(viewer)
     handler = FailOn("order-poison")
 
-    with consuming(redis_url, "orders", "mailer", handler, ordering=Ordering.KEY,
-                   max_reconsume_times=1, after_dlq=AfterDlq.HOLD, retry_initial_ms=20,
-                   retry_max_ms=40):
-        group = wait_until(lambda: _group(client),
-                           lambda g: g["totals"]["parked_messages"] == 2)
+    with consuming(
+        redis_url,
+        "orders",
+        "mailer",
+        handler,
+        ordering=Ordering.KEY,
+        max_reconsume_times=1,
+        after_dlq=AfterDlq.HOLD,
+        retry_initial_ms=20,
+        retry_max_ms=40,
+    ):
+        group = wait_until(lambda: _group(client), lambda g: g["totals"]["parked_messages"] == 2)
 
     (parked,) = group["parked_keys"]
     assert {k: parked[k] for k in ("queue", "key", "state", "offset", "messages")} == {
-        "queue": first.queue, "key": "order-poison", "state": "held", "offset": first.offset,
-        "messages": 2}
+        "queue": first.queue,
+        "key": "order-poison",
+        "state": "held",
+        "offset": first.offset,
+        "messages": 2,
+    }
     assert parked["dlq_id"]
     row = group["queues"][first.queue]
     assert (row["parked"], row["lag"], row["dead_letters"]) == (2, 2, 1)

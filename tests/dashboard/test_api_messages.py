@@ -35,20 +35,29 @@ def test_it_answers_an_anonymous_visitor_with_401_json(client: Client) -> None:
     assert client.get("/api/v1/messages?topic=orders&key=k").status_code == 401
 
 
-@pytest.mark.parametrize(("query", "status", "error"), [
-    ("key=order-1", 400, "topic is required"),
-    ("topic=orders", 400, "give key, or queue and offset"),
-    ("topic=orders&queue=0", 400, "give key, or queue and offset"),
-    ("topic=orders&key=k&queue=0&offset=1", 400, "give either key, or queue and offset, not both"),
-    ("topic=orders&queue=0&offset=-3", 400, "offset must be >= 0, got -3"),
-    ("topic=payments&key=k", 404, "no topic 'payments'"),
-    ("topic=orders&queue=9&offset=0", 404, "topic 'orders' has no queue 9 (0..0)"),
-    ("topic=orders&queue=0&offset=5", 404, "no message at offset 5 of orders queue 0 "
-                                           "(max offset 0)"),
-])
+@pytest.mark.parametrize(
+    ("query", "status", "error"),
+    [
+        ("key=order-1", 400, "topic is required"),
+        ("topic=orders", 400, "give key, or queue and offset"),
+        ("topic=orders&queue=0", 400, "give key, or queue and offset"),
+        (
+            "topic=orders&key=k&queue=0&offset=1",
+            400,
+            "give either key, or queue and offset, not both",
+        ),
+        ("topic=orders&queue=0&offset=-3", 400, "offset must be >= 0, got -3"),
+        ("topic=payments&key=k", 404, "no topic 'payments'"),
+        ("topic=orders&queue=9&offset=0", 404, "topic 'orders' has no queue 9 (0..0)"),
+        (
+            "topic=orders&queue=0&offset=5",
+            404,
+            "no message at offset 5 of orders queue 0 (max offset 0)",
+        ),
+    ],
+)
 def test_it_answers_bad_or_unknown_lookups_in_json(
-    client: Client, viewer: User, redis_client: redis.Redis, query: str, status: int,
-    error: str
+    client: Client, viewer: User, redis_client: redis.Redis, query: str, status: int, error: str
 ) -> None:
     create_topic(redis_client, "orders", 1)
     client.force_login(viewer)
@@ -66,10 +75,13 @@ def test_it_tells_handled_retrying_and_pending_apart(
     client.force_login(viewer)
     ok, poison, after = produce(redis_url, "orders", ["order-1", "order-poison", "order-2"])
 
-    with consuming(redis_url, "orders", "mailer", FailOn("order-poison", error="card declined"),
-                   suspend_ms=20):
-        stuck = wait_until(lambda: _lookup(client, "topic=orders&key=order-poison"),
-                           lambda f: _states(f) == [{"mailer": "retrying"}])
+    with consuming(
+        redis_url, "orders", "mailer", FailOn("order-poison", error="card declined"), suspend_ms=20
+    ):
+        stuck = wait_until(
+            lambda: _lookup(client, "topic=orders&key=order-poison"),
+            lambda f: _states(f) == [{"mailer": "retrying"}],
+        )
         ingest_until(redis_client, ev.CONSUME_FAILED)
         handled = _lookup(client, f"topic=orders&queue=0&offset={ok.offset}")
         pending = _lookup(client, f"topic=orders&queue=0&offset={after.offset}")
@@ -78,11 +90,17 @@ def test_it_tells_handled_retrying_and_pending_apart(
     (message,) = stuck["messages"]
     assert (stuck["by"], stuck["queue"], stuck["key"]) == ("key", 0, "order-poison")
     assert (message["offset"], message["key"], message["body_preview"]) == (
-        poison.offset, "order-poison", '{"step": "created"}')
+        poison.offset,
+        "order-poison",
+        '{"step": "created"}',
+    )
     (state,) = message["states"]
     assert state["retries"] >= 1 and "card declined" in state["error"]
     assert (handled["by"], handled["key"], _states(handled)) == (
-        "offset", "order-1", [{"mailer": "handled"}])
+        "offset",
+        "order-1",
+        [{"mailer": "handled"}],
+    )
     assert _states(pending) == [{"mailer": "pending"}]
     assert pending["messages"][0]["states"][0]["ahead"] == 1
     assert {e["type"] for e in by_offset["history"]} >= {ev.CONSUME_FAILED}
@@ -97,27 +115,52 @@ def test_it_shows_dead_lettered_and_parked_messages_per_group(
     produce(redis_url, "orders", ["order-poison"] * 3)
     auditor = FailOn()
 
-    with consuming(redis_url, "orders", "holder", FailOn("order-poison"),
-                   ordering=Ordering.KEY, max_reconsume_times=1, after_dlq=AfterDlq.HOLD,
-                   retry_initial_ms=20, retry_max_ms=40), \
-            consuming(redis_url, "orders", "auditor", auditor):
-        found = wait_until(lambda: _lookup(client, "topic=orders&key=order-poison"),
-                           lambda f: _states(f) == [
-                               {"auditor": "handled", "holder": "dead_lettered"},
-                               {"auditor": "handled", "holder": "parked"},
-                               {"auditor": "handled", "holder": "parked"}])
+    with (
+        consuming(
+            redis_url,
+            "orders",
+            "holder",
+            FailOn("order-poison"),
+            ordering=Ordering.KEY,
+            max_reconsume_times=1,
+            after_dlq=AfterDlq.HOLD,
+            retry_initial_ms=20,
+            retry_max_ms=40,
+        ),
+        consuming(redis_url, "orders", "auditor", auditor),
+    ):
+        found = wait_until(
+            lambda: _lookup(client, "topic=orders&key=order-poison"),
+            lambda f: (
+                _states(f)
+                == [
+                    {"auditor": "handled", "holder": "dead_lettered"},
+                    {"auditor": "handled", "holder": "parked"},
+                    {"auditor": "handled", "holder": "parked"},
+                ]
+            ),
+        )
         ingest_until(redis_client, ev.MESSAGES_PARKED)
         history = _lookup(client, "topic=orders&key=order-poison")["history"]
 
     dead = found["messages"][0]["states"][1]
     assert (dead["state"], dead["reconsume_times"], dead["dlq_id"] != "") == (
-        "dead_lettered", 1, True)
+        "dead_lettered",
+        1,
+        True,
+    )
     parked = found["messages"][1]["states"][1]
     assert {k: parked[k] for k in ("state", "hold", "blocked_by_offset")} == {
-        "state": "parked", "hold": "held", "blocked_by_offset": 0}
-    assert [e["type"] for e in history if e["group"] == "holder" and e["type"] in {
-        ev.DEAD_LETTERED, ev.KEY_PARKED, ev.MESSAGES_PARKED}] == [
-        ev.DEAD_LETTERED, ev.KEY_PARKED, ev.MESSAGES_PARKED]
+        "state": "parked",
+        "hold": "held",
+        "blocked_by_offset": 0,
+    }
+    assert [
+        e["type"]
+        for e in history
+        if e["group"] == "holder"
+        and e["type"] in {ev.DEAD_LETTERED, ev.KEY_PARKED, ev.MESSAGES_PARKED}
+    ] == [ev.DEAD_LETTERED, ev.KEY_PARKED, ev.MESSAGES_PARKED]
 
 
 def test_it_renders_the_lookup_form_and_results(

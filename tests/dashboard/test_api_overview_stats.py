@@ -36,17 +36,38 @@ def _stats(client: Client) -> dict[str, Any]:
     return body["stats"]
 
 
-def _sample(r: redis.Redis, ts: int, group: str, queue: int, max_offset: int,
-            committed: int) -> None:
-    write_event(r, ev.LAG_SAMPLED, ts, topic="orders", group=group, queue=queue, details={
-        "max_offset": max_offset, "committed_offset": committed,
-        "lag": max_offset - committed, "time_lag_s": 0.0, "owner": ""})
+def _sample(
+    r: redis.Redis, ts: int, group: str, queue: int, max_offset: int, committed: int
+) -> None:
+    write_event(
+        r,
+        ev.LAG_SAMPLED,
+        ts,
+        topic="orders",
+        group=group,
+        queue=queue,
+        details={
+            "max_offset": max_offset,
+            "committed_offset": committed,
+            "lag": max_offset - committed,
+            "time_lag_s": 0.0,
+            "owner": "",
+        },
+    )
 
 
 def _commit(r: redis.Redis, ts: int, group: str, queue: int, first: int, last: int) -> None:
-    write_event(r, ev.OFFSET_COMMITTED, ts, topic="orders", group=group, queue=queue,
-                token=1, consumer="c1",
-                details={"from_offset": first, "offset": last, "commits": last - first + 1})
+    write_event(
+        r,
+        ev.OFFSET_COMMITTED,
+        ts,
+        topic="orders",
+        group=group,
+        queue=queue,
+        token=1,
+        consumer="c1",
+        details={"from_offset": first, "offset": last, "commits": last - first + 1},
+    )
 
 
 def test_it_computes_rates_retries_and_stuck_queues_from_the_history(
@@ -74,25 +95,59 @@ def test_it_computes_rates_retries_and_stuck_queues_from_the_history(
     _commit(redis_client, now - 20_000, "audit", 1, 3, 7)
     # Three failed attempts in the window, one before it.
     for age in (70, 20, 15, 10):
-        write_event(redis_client, ev.CONSUME_FAILED, now - age * 1000, topic="orders",
-                    group="mailer", queue=0, key="k", details={"error": "boom"})
+        write_event(
+            redis_client,
+            ev.CONSUME_FAILED,
+            now - age * 1000,
+            topic="orders",
+            group="mailer",
+            queue=0,
+            key="k",
+            details={"error": "boom"},
+        )
     ingest_all(redis_client)
     client.force_login(viewer)
 
     stats = _stats(client)
 
     assert stats["window_s"] == 60
-    assert stats["topics"] == [{"name": "orders", "in_per_s": 1.0, "groups": [
-        {"group": "audit", "out_per_s": 0.083, "retries_per_min": 0, "dead_letters": 0,
-         "lag": 5, "stuck": 0},
-        {"group": "mailer", "out_per_s": 0.5, "retries_per_min": 3, "dead_letters": 0,
-         "lag": 5, "stuck": 1},
-    ]}]
+    assert stats["topics"] == [
+        {
+            "name": "orders",
+            "in_per_s": 1.0,
+            "groups": [
+                {
+                    "group": "audit",
+                    "out_per_s": 0.083,
+                    "retries_per_min": 0,
+                    "dead_letters": 0,
+                    "lag": 5,
+                    "stuck": 0,
+                },
+                {
+                    "group": "mailer",
+                    "out_per_s": 0.5,
+                    "retries_per_min": 3,
+                    "dead_letters": 0,
+                    "lag": 5,
+                    "stuck": 1,
+                },
+            ],
+        }
+    ]
     (alert,) = stats["stuck"]
-    assert {k: alert[k] for k in ("topic", "group", "queue", "reason", "since_ms", "lag",
-                                  "committed_offset")} == {
-        "topic": "orders", "group": "mailer", "queue": 0, "reason": "no_progress",
-        "since_ms": now - 90_000, "lag": 5, "committed_offset": 0}
+    assert {
+        k: alert[k]
+        for k in ("topic", "group", "queue", "reason", "since_ms", "lag", "committed_offset")
+    } == {
+        "topic": "orders",
+        "group": "mailer",
+        "queue": 0,
+        "reason": "no_progress",
+        "since_ms": now - 90_000,
+        "lag": 5,
+        "committed_offset": 0,
+    }
     assert alert["for_s"] >= 90
     assert alert["why"].startswith("queue 0: lag 5, committed offset 0 has not moved for 1 min")
 
@@ -118,8 +173,7 @@ def test_it_counts_the_dead_letters_and_retries_the_runtime_left(
     create_topic(redis_client, "orders", 2)
     handler = FailOn("order-poison")
     produce(redis_url, "orders", ["order-poison", "order-ok"])
-    with consuming(redis_url, "orders", "mailer", handler, max_reconsume_times=1,
-                   suspend_ms=10):
+    with consuming(redis_url, "orders", "mailer", handler, max_reconsume_times=1, suspend_ms=10):
         dlq = keys.dead_letters("orders", queue_for_key("order-poison", 2), "mailer")
         wait_until(lambda: redis_client.xlen(dlq), lambda n: n == 1)
         wait_until(handler.count, lambda n: n == 1)
@@ -135,8 +189,7 @@ def test_it_counts_the_dead_letters_and_retries_the_runtime_left(
 
 
 def test_it_raises_a_stuck_alert_for_a_key_blocked_too_long(
-    client: Client, viewer: User, redis_client: redis.Redis, redis_url: str,
-    settings: Any
+    client: Client, viewer: User, redis_client: redis.Redis, redis_url: str, settings: Any
 ) -> None:
     settings.LOCKSTEP_STUCK_AFTER_SECONDS = 0.5
     create_topic(redis_client, "orders", 2)
@@ -144,10 +197,18 @@ def test_it_raises_a_stuck_alert_for_a_key_blocked_too_long(
     poison, *_ = produce(redis_url, "orders", ["order-poison", "order-poison", "order-ok"])
     client.force_login(viewer)
 
-    with consuming(redis_url, "orders", "mailer", handler, ordering=Ordering.KEY,
-                   retry_initial_ms=50, retry_max_ms=100):
-        stats = wait_until(lambda: _stats(client),
-                           lambda s: any(a["reason"] == "blocked_key" for a in s["stuck"]))
+    with consuming(
+        redis_url,
+        "orders",
+        "mailer",
+        handler,
+        ordering=Ordering.KEY,
+        retry_initial_ms=50,
+        retry_max_ms=100,
+    ):
+        stats = wait_until(
+            lambda: _stats(client), lambda s: any(a["reason"] == "blocked_key" for a in s["stuck"])
+        )
         assert handler.count() == 1, "the other key kept flowing"
 
     (alert,) = [a for a in stats["stuck"] if a["reason"] == "blocked_key"]
@@ -156,5 +217,6 @@ def test_it_raises_a_stuck_alert_for_a_key_blocked_too_long(
     assert alert["retries"] >= 1
     assert alert["for_s"] >= 0.5
     assert "card declined" in alert["error"]
-    assert alert["why"].startswith(f"queue {poison.queue}, key order-poison blocked at offset "
-                                   f"{poison.offset} for ")
+    assert alert["why"].startswith(
+        f"queue {poison.queue}, key order-poison blocked at offset {poison.offset} for "
+    )

@@ -36,14 +36,17 @@ def test_it_answers_an_anonymous_visitor_with_401_json(client: Client) -> None:
     assert client.get(URL).status_code == 401
 
 
-@pytest.mark.parametrize(("url", "status", "error"), [
-    ("/api/v1/topics/payments/queues/0", 404, "no topic 'payments'"),
-    ("/api/v1/topics/orders/queues/2", 404, "topic 'orders' has no queue 2 (0..1)"),
-    ("/api/v1/topics/orders/queues/one", 400, "queue must be a whole number, got 'one'"),
-    ("/api/v1/topics/orders/queues/-1", 400, "queue must be >= 0, got -1"),
-    (URL + "?minutes=0", 400, "minutes must be 1..1440, got 0"),
-    (URL + "?minutes=soon", 400, "minutes must be a whole number, got 'soon'"),
-])
+@pytest.mark.parametrize(
+    ("url", "status", "error"),
+    [
+        ("/api/v1/topics/payments/queues/0", 404, "no topic 'payments'"),
+        ("/api/v1/topics/orders/queues/2", 404, "topic 'orders' has no queue 2 (0..1)"),
+        ("/api/v1/topics/orders/queues/one", 400, "queue must be a whole number, got 'one'"),
+        ("/api/v1/topics/orders/queues/-1", 400, "queue must be >= 0, got -1"),
+        (URL + "?minutes=0", 400, "minutes must be 1..1440, got 0"),
+        (URL + "?minutes=soon", 400, "minutes must be a whole number, got 'soon'"),
+    ],
+)
 def test_it_answers_unknown_queues_and_bad_parameters_in_json(
     client: Client, viewer: User, redis_client: redis.Redis, url: str, status: int, error: str
 ) -> None:
@@ -73,7 +76,11 @@ def test_it_charts_lag_samples_and_commits(
     data = _queue(client)
 
     assert (data["topic"], data["queue"], data["max_offset"], data["minutes"]) == (
-        "orders", 0, 9, 15)
+        "orders",
+        0,
+        9,
+        15,
+    )
     assert data["since_ms"] == data["generated_at_ms"] - 15 * 60_000
     points = data["series"]["mailer"]
     assert [p[0] for p in points] == sorted(p[0] for p in points)
@@ -97,13 +104,24 @@ def test_it_draws_lock_ownership_per_consumer_and_the_rebalances(
 
     first, second = data["timeline"]
     assert {k: first[k] for k in ("group", "consumer", "token", "end_reason", "live")} == {
-        "group": "mailer", "consumer": "first", "token": 1, "end_reason": "released",
-        "live": False}
+        "group": "mailer",
+        "consumer": "first",
+        "token": 1,
+        "end_reason": "released",
+        "live": False,
+    }
     assert first["start_ms"] <= first["end_ms"] <= second["start_ms"]
     assert {k: second[k] for k in ("group", "consumer", "token", "end_ms", "live")} == {
-        "group": "mailer", "consumer": "second", "token": 2, "end_ms": None, "live": True}
+        "group": "mailer",
+        "consumer": "second",
+        "token": 2,
+        "end_ms": None,
+        "live": True,
+    }
     assert [(r["consumer"], r["change"]) for r in data["rebalances"]] == [
-        ("first", "assigned"), ("second", "assigned")]
+        ("first", "assigned"),
+        ("second", "assigned"),
+    ]
 
 
 def test_it_shows_the_message_being_retried_with_its_error(
@@ -113,15 +131,20 @@ def test_it_shows_the_message_being_retried_with_its_error(
     client.force_login(viewer)
     _, poison, _ = produce(redis_url, "orders", ["order-1", "order-poison", "order-2"])
 
-    with consuming(redis_url, "orders", "mailer", FailOn("order-poison", error="card declined"),
-                   suspend_ms=20):
+    with consuming(
+        redis_url, "orders", "mailer", FailOn("order-poison", error="card declined"), suspend_ms=20
+    ):
         data = wait_until(lambda: _queue(client), lambda d: d["problems"] != [])
         ingest_until(redis_client, ev.CONSUME_FAILED)
         events = _queue(client)["events"]
 
     (problem,) = data["problems"]
     assert {k: problem[k] for k in ("group", "kind", "key", "offset")} == {
-        "group": "mailer", "kind": "retrying", "key": "order-poison", "offset": poison.offset}
+        "group": "mailer",
+        "kind": "retrying",
+        "key": "order-poison",
+        "offset": poison.offset,
+    }
     assert problem["retries"] >= 1
     assert "card declined" in problem["error"]
     (group,) = data["groups"]

@@ -42,8 +42,9 @@ def site(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S
 @pytest.fixture(scope="module")
 def consumer(site: Site, redis_url: str) -> Iterator[Consumer]:
     client = redis.Redis.from_url(redis_url)
-    with consuming(redis_url, "orders", "mailer", FailOn(POISON_KEY, error="card declined"),
-                   suspend_ms=300) as consumer:
+    with consuming(
+        redis_url, "orders", "mailer", FailOn(POISON_KEY, error="card declined"), suspend_ms=300
+    ) as consumer:
         assert wait_until(lambda: groups_of(client, "orders"), lambda g: g == ["mailer"])
         produce(redis_url, "orders", [LIVE_KEY] * 3 + [POISON_KEY])
         yield consumer
@@ -94,7 +95,8 @@ def _at_least(page: Page, selector: str, attribute: str, minimum: float) -> None
     page.wait_for_function(
         "([sel, attr, min]) => { const e = document.querySelector(sel);"
         " return e !== null && Number(e.getAttribute(attr)) >= min; }",
-        arg=[selector, attribute, minimum])
+        arg=[selector, attribute, minimum],
+    )
 
 
 def test_it_updates_the_overview_live_with_rates_grid_and_alerts(
@@ -128,7 +130,8 @@ def test_it_draws_the_queue_chart_and_lock_timeline_and_keeps_them_live(
     page.wait_for_selector("#queue-chart canvas")
     page.wait_for_selector(f'#lock-timeline .lock-bar.live[data-consumer="{consumer.consumer_id}"]')
     committed_points = page.evaluate(
-        "window.lockstepQueueChart.data[2].filter(v => v !== null).length")
+        "window.lockstepQueueChart.data[2].filter(v => v !== null).length"
+    )
     assert committed_points >= 1
     before = int(page.get_attribute("#queue-chart", "data-points") or 0)
     assert before >= 1
@@ -140,7 +143,8 @@ def test_it_draws_the_queue_chart_and_lock_timeline_and_keeps_them_live(
     _at_least(page, committed, "data-value", sent[-1].offset + 1)
     _at_least(page, "#queue-chart", "data-points", before + 1)
     page.wait_for_function(
-        "(o) => window.lockstepQueueChart.data[2].includes(o)", arg=sent[-1].offset + 1)
+        "(o) => window.lockstepQueueChart.data[2].includes(o)", arg=sent[-1].offset + 1
+    )
     navigations.assert_none()
     assert page.get_attribute("#queue", "data-socket") == "open"
     assert int(page.get_attribute("#queue", "data-hints") or 0) >= 1
@@ -166,8 +170,9 @@ def test_it_keeps_the_queue_page_live_by_polling_when_the_socket_is_dead(
 
     sent = produce(redis_url, "orders", [LIVE_KEY] * 2)
 
-    _at_least(tab, 'tr.queue-group[data-group="mailer"] td.committed', "data-value",
-              sent[-1].offset + 1)
+    _at_least(
+        tab, 'tr.queue-group[data-group="mailer"] td.committed', "data-value", sent[-1].offset + 1
+    )
     _at_least(tab, "#queue-chart", "data-points", before + 1)
     assert tab.get_attribute("#queue", "data-reread-reason") == "poll"
     assert tab.get_attribute("#queue", "data-hints") is None
@@ -184,15 +189,14 @@ def test_it_shows_the_retried_message_on_its_queue_page(page: Page, site: Site) 
     _shot(page, "queue-retrying.png")
 
 
-def test_it_filters_the_event_feed_and_pauses_it(
-    page: Page, site: Site, redis_url: str
-) -> None:
+def test_it_filters_the_event_feed_and_pauses_it(page: Page, site: Site, redis_url: str) -> None:
     page.goto(f"{site.url}/events")
     page.wait_for_selector("#event-rows tr.event-row")
     page.select_option("#feed-filters select[name=type]", "lock_acquired")
     page.click("#feed-filters button[type=submit]")
-    page.wait_for_function("document.getElementById('feed').dataset.filtered === "
-                           "'type=lock_acquired'")
+    page.wait_for_function(
+        "document.getElementById('feed').dataset.filtered === 'type=lock_acquired'"
+    )
     page.wait_for_function(f"document.querySelectorAll('#event-rows tr').length === {QUEUES}")
     types = page.eval_on_selector_all("#event-rows tr", "rows => rows.map(r => r.dataset.type)")
     assert types == ["lock_acquired"] * QUEUES
@@ -209,7 +213,8 @@ def test_it_filters_the_event_feed_and_pauses_it(
         page.click("#feed-toggle")
         page.wait_for_selector("#feed[data-state=live]")
         page.wait_for_function(
-            f"document.querySelectorAll('#event-rows tr').length === {2 * QUEUES}")
+            f"document.querySelectorAll('#event-rows tr').length === {2 * QUEUES}"
+        )
     types = page.eval_on_selector_all("#event-rows tr", "rows => rows.map(r => r.dataset.type)")
     assert set(types) == {"lock_acquired"}
     _shot(page, "event-feed.png")
@@ -233,8 +238,14 @@ def test_it_lists_the_live_consumers(page: Page, site: Site, consumer: Consumer)
     row = page.wait_for_selector(f'tr.consumer-row[data-consumer="{consumer.consumer_id}"]')
 
     assert row is not None
-    assert page.get_attribute(f'tr.consumer-row[data-consumer="{consumer.consumer_id}"] '
-                              '.subscription[data-group="mailer"]', "data-assigned") == "0,1,2,3"
+    assert (
+        page.get_attribute(
+            f'tr.consumer-row[data-consumer="{consumer.consumer_id}"] '
+            '.subscription[data-group="mailer"]',
+            "data-assigned",
+        )
+        == "0,1,2,3"
+    )
     _shot(page, "consumers.png")
 
 

@@ -26,10 +26,21 @@ DAY_MS = 86_400_000
 
 def _append(client: redis.Redis, age_days: float, count: int) -> list[str]:
     ts = int(time.time() * 1000 - age_days * DAY_MS)
-    return [as_bytes(client.xadd(keys.EVENTS, {"type": "lock_acquired", "ts": ts,
-                                               "topic": "orders", "group": "mailer",
-                                               "queue": 0})).decode()
-            for _ in range(count)]
+    return [
+        as_bytes(
+            client.xadd(
+                keys.EVENTS,
+                {
+                    "type": "lock_acquired",
+                    "ts": ts,
+                    "topic": "orders",
+                    "group": "mailer",
+                    "queue": 0,
+                },
+            )
+        ).decode()
+        for _ in range(count)
+    ]
 
 
 def _ingest(client: redis.Redis) -> None:

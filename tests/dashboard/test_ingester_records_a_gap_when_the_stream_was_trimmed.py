@@ -20,9 +20,17 @@ pytestmark = pytest.mark.django_db
 def _append(client: redis.Redis, count: int, start: int = 0) -> list[str]:
     pipe = client.pipeline(transaction=False)
     for i in range(start, start + count):
-        pipe.xadd(keys.EVENTS, {"type": "offset_committed", "ts": 1_700_000_000_000 + i,
-                                "topic": "orders", "group": "mailer", "queue": i % 4,
-                                "details": f'{{"offset": {i}}}'})
+        pipe.xadd(
+            keys.EVENTS,
+            {
+                "type": "offset_committed",
+                "ts": 1_700_000_000_000 + i,
+                "topic": "orders",
+                "group": "mailer",
+                "queue": i % 4,
+                "details": f'{{"offset": {i}}}',
+            },
+        )
     return [i.decode() for i in pipe.execute()]
 
 
@@ -32,8 +40,9 @@ def _drain(ingester: Ingester) -> None:
 
 
 def _stored_ids() -> list[str]:
-    return list(Event.objects.exclude(type=EVENTS_LOST).order_by("id")
-                .values_list("stream_id", flat=True))
+    return list(
+        Event.objects.exclude(type=EVENTS_LOST).order_by("id").values_list("stream_id", flat=True)
+    )
 
 
 def _counter(name: str) -> int:
@@ -61,8 +70,7 @@ def test_it_records_how_many_events_were_trimmed_past_the_cursor(
     assert _stored_ids() == first + later[70:]
     assert _counter("events_lost") == 70
     assert _counter("event_stream_gaps") == 1
-    assert any("70 events" in r.getMessage() and r.levelno == logging.ERROR
-               for r in caplog.records)
+    assert any("70 events" in r.getMessage() and r.levelno == logging.ERROR for r in caplog.records)
     assert IngestCursor.objects.get().last_id == later[-1]
 
 
@@ -78,9 +86,7 @@ def test_it_reports_events_trimmed_before_it_first_ran(redis_client: redis.Redis
     assert _stored_ids() == sent[30:]
 
 
-def test_it_raises_no_alarm_when_only_stored_events_were_trimmed(
-    redis_client: redis.Redis
-) -> None:
+def test_it_raises_no_alarm_when_only_stored_events_were_trimmed(redis_client: redis.Redis) -> None:
     ingester = Ingester(redis_client)
     sent = _append(redis_client, 50)
     _drain(ingester)
@@ -108,7 +114,7 @@ def test_it_counts_exactly_across_a_restart_of_the_ingester(redis_client: redis.
 
 
 def test_it_says_unknown_for_a_cursor_without_a_position_then_counts_again(
-    redis_client: redis.Redis
+    redis_client: redis.Redis,
 ) -> None:
     ingester = Ingester(redis_client)
     sent = _append(redis_client, 10)

@@ -48,8 +48,15 @@ class EventLoad:
             for _ in range(50):
                 n = self.emitted
                 kind = ev.LOCK_ACQUIRED if n % 10 == 0 else ev.CONSUME_FAILED
-                self.log.emit(kind, topic="orders", group="mailer", queue=n % 8,
-                              key=f"order-{n}", token=n, details={"offsets": [n], "n": n})
+                self.log.emit(
+                    kind,
+                    topic="orders",
+                    group="mailer",
+                    queue=n % 8,
+                    key=f"order-{n}",
+                    token=n,
+                    details={"offsets": [n], "n": n},
+                )
                 self.emitted += 1
             time.sleep(0.005)
 
@@ -69,8 +76,9 @@ def test_it_stores_every_event_exactly_once_although_killed_mid_stream(
     with EventLoad(redis_client) as load:
         web.start("ingester", "--batch", "250")
         for _ in range(KILLS):
-            wait_until(web.stored_count, lambda n: n > len(stored_at_kill) * 5000 + 2000,
-                       timeout=30)
+            wait_until(
+                web.stored_count, lambda n: n > len(stored_at_kill) * 5000 + 2000, timeout=30
+            )
             web.kill("ingester")  # SIGKILL: no clean-up, maybe mid-transaction
             stored_at_kill.append(web.stored_count())
             time.sleep(0.3)  # events pile up while it is down
@@ -86,9 +94,11 @@ def test_it_stores_every_event_exactly_once_although_killed_mid_stream(
     stored = web.stored_ids()
     assert len(stored) == len(set(stored)), "no event stored twice"
     assert set(stored) == set(stream_ids(redis_client)), "no event skipped"
-    (acquired,) = web.query("SELECT value FROM monitor_eventcounter "
-                            "WHERE name = 'lock_owner_changes' AND queue = 0")
+    (acquired,) = web.query(
+        "SELECT value FROM monitor_eventcounter WHERE name = 'lock_owner_changes' AND queue = 0"
+    )
     assert acquired[0] == len(range(0, total, 40)), "lock_acquired counted once each"
-    assert web.query("SELECT SUM(value) FROM monitor_eventcounter "
-                     "WHERE name = 'consume_retries'")[0][0] == total - len(range(0, total, 10))
+    assert web.query("SELECT SUM(value) FROM monitor_eventcounter WHERE name = 'consume_retries'")[
+        0
+    ][0] == total - len(range(0, total, 10))
     assert "Traceback" not in web.log("ingester")

@@ -34,9 +34,23 @@ class RestartableRedis:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [shutil.which("redis-server") or "redis-server", "--port", str(self.port),
-             "--bind", "127.0.0.1", "--save", "3600 1", "--appendonly", "no", "--dir",
-             str(self.workdir), "--loglevel", "warning"], stdout=subprocess.DEVNULL)
+            [
+                shutil.which("redis-server") or "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "3600 1",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+                "--loglevel",
+                "warning",
+            ],
+            stdout=subprocess.DEVNULL,
+        )
         client = redis.Redis.from_url(self.url)
         wait_until(lambda: _pings(client), bool, timeout=10)
         client.close()
@@ -110,16 +124,23 @@ def test_it_retries_a_batch_the_database_refused_without_losing_or_doubling(
     web.manage("migrate", "--noinput")
     pipe = redis_client.pipeline(transaction=False)
     for i in range(300):
-        pipe.xadd(keys.EVENTS, {"type": "lock_acquired", "ts": 1, "topic": "orders",
-                                "group": "g", "queue": i % 3})
+        pipe.xadd(
+            keys.EVENTS,
+            {"type": "lock_acquired", "ts": 1, "topic": "orders", "group": "g", "queue": i % 3},
+        )
     pipe.execute()
     # The database refuses every new event row until the trigger is dropped.
-    web.query("CREATE TRIGGER refuse BEFORE INSERT ON monitor_event "
-              "BEGIN SELECT RAISE(ABORT, 'simulated disk failure'); END")
+    web.query(
+        "CREATE TRIGGER refuse BEFORE INSERT ON monitor_event "
+        "BEGIN SELECT RAISE(ABORT, 'simulated disk failure'); END"
+    )
     try:
         web.start("ingester")
-        wait_until(lambda: len(_retry_delays(web.log("ingester"), "database")), lambda n: n >= 3,
-                   timeout=20)
+        wait_until(
+            lambda: len(_retry_delays(web.log("ingester"), "database")),
+            lambda n: n >= 3,
+            timeout=20,
+        )
         assert web.stored_count() == 0
         assert web.query("SELECT last_id FROM monitor_ingestcursor") in ([], [("0-0",)])
         web.query("DROP TRIGGER refuse")
@@ -130,7 +151,8 @@ def test_it_retries_a_batch_the_database_refused_without_losing_or_doubling(
 
     assert stored == 300
     assert sorted(web.stored_ids()) == sorted(stream_ids(redis_client))
-    assert web.query("SELECT queue, value FROM monitor_eventcounter "
-                     "WHERE name = 'lock_owner_changes' ORDER BY queue") == [(0, 100), (1, 100),
-                                                                             (2, 100)]
+    assert web.query(
+        "SELECT queue, value FROM monitor_eventcounter "
+        "WHERE name = 'lock_owner_changes' ORDER BY queue"
+    ) == [(0, 100), (1, 100), (2, 100)]
     assert _retry_delays(web.log("ingester"), "database")[:3] == [0.5, 1.0, 2.0]

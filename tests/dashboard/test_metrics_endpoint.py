@@ -21,8 +21,10 @@ from workers.topics import register_group
 
 pytestmark = pytest.mark.django_db
 
-SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})? "
-                    r"(?P<value>[-+]?(?:[0-9.]+(?:e[-+]?[0-9]+)?|Inf|NaN))$")
+SAMPLE = re.compile(
+    r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})? "
+    r"(?P<value>[-+]?(?:[0-9.]+(?:e[-+]?[0-9]+)?|Inf|NaN))$"
+)
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"(,|$)')
 HELP_OR_TYPE = re.compile(r"^# (HELP|TYPE) ([a-zA-Z_:][a-zA-Z0-9_:]*) (.*)$")
 
@@ -100,19 +102,27 @@ def _build_state(client: redis.Redis) -> int:
     now = _redis_now_ms(client)
     client.set(keys.sequence("orders", 0), 10)
     for offset in range(10):
-        client.xadd(keys.stream("orders", 0), {"k": "k", "b": "x", "h": "{}",
-                                               "t": now - 3000 + offset}, id=f"{offset}-1")
+        client.xadd(
+            keys.stream("orders", 0),
+            {"k": "k", "b": "x", "h": "{}", "t": now - 3000 + offset},
+            id=f"{offset}-1",
+        )
     client.hset(keys.offset("orders", 0, "mailer"), mapping={"committed": 4, "token": 7})
-    client.hset(keys.lock("orders", 0, "mailer"), mapping={
-        "owner": "host@1@abc", "token": 7, "expires_at": now + 60_000, "granted_at": now})
+    client.hset(
+        keys.lock("orders", 0, "mailer"),
+        mapping={"owner": "host@1@abc", "token": 7, "expires_at": now + 60_000, "granted_at": now},
+    )
     client.set(keys.sequence("orders", 1), 2)
     client.hset(keys.offset("orders", 1, "mailer"), mapping={"committed": 2, "token": 3})
     client.hset(keys.parked_keys("orders", 1, "mailer"), "k", json.dumps({"state": "held"}))
-    client.zadd(keys.parked_messages("orders", 1, "mailer", "k"), {
-        json.dumps({"o": 5, "k": "k", "t": now - 1000}): 5,
-        json.dumps({"o": 6, "k": "k", "t": now - 500}): 6})
-    card = {"subscriptions": [{"topic": "orders", "group": "mailer"}],
-            "heartbeat_at": time.time()}
+    client.zadd(
+        keys.parked_messages("orders", 1, "mailer", "k"),
+        {
+            json.dumps({"o": 5, "k": "k", "t": now - 1000}): 5,
+            json.dumps({"o": 6, "k": "k", "t": now - 500}): 6,
+        },
+    )
+    card = {"subscriptions": [{"topic": "orders", "group": "mailer"}], "heartbeat_at": time.time()}
     client.set(keys.consumer_info("host@1@abc"), json.dumps(card))
     client.sadd(keys.CONSUMERS, "host@1@abc")
     return now
@@ -120,8 +130,17 @@ def _build_state(client: redis.Redis) -> int:
 
 def _write_events(client: redis.Redis) -> None:
     def add(type_: str, topic: str = "orders", queue: int = 0, **details: object) -> None:
-        client.xadd(keys.EVENTS, {"type": type_, "ts": 1, "topic": topic, "group": "mailer",
-                                  "queue": queue, "details": json.dumps(details)})
+        client.xadd(
+            keys.EVENTS,
+            {
+                "type": type_,
+                "ts": 1,
+                "topic": topic,
+                "group": "mailer",
+                "queue": queue,
+                "details": json.dumps(details),
+            },
+        )
 
     for _ in range(3):
         add("lock_acquired")
@@ -171,13 +190,23 @@ def test_it_reports_the_numbers_of_a_constructed_case(
     assert _value(families, "lockstep_queue_owned", **q1) == 0
     assert _value(families, "lockstep_queue_parked_messages", **q1) == 2
     assert _value(families, "lockstep_queue_lag_messages", **q1) == 2
-    assert _value(families, "lockstep_queue_lag_messages", topic="orders", group="auditor",
-                  queue=0) == 10
+    assert (
+        _value(families, "lockstep_queue_lag_messages", topic="orders", group="auditor", queue=0)
+        == 10
+    )
     assert _value(families, "lockstep_consumers", topic="orders", group="mailer") == 1
     assert _value(families, "lockstep_consumers", topic="orders", group="auditor") == 0
     assert _value(families, "lockstep_lock_owner_changes_total", **q0) == 3
-    assert _value(families, "lockstep_lock_owner_changes_total", topic='we"ird\\topic\nname',
-                  group="mailer", queue=0) == 1
+    assert (
+        _value(
+            families,
+            "lockstep_lock_owner_changes_total",
+            topic='we"ird\\topic\nname',
+            group="mailer",
+            queue=0,
+        )
+        == 1
+    )
     assert _value(families, "lockstep_consume_retries_total", **q0) == 3, "one per message"
     assert _value(families, "lockstep_dead_letters_total", **q0) == 2
     assert _value(families, "lockstep_fencing_rejections_total", **q1) == 1
@@ -202,8 +231,12 @@ def test_its_counters_never_go_down_when_old_events_are_pruned(
     after = parse(client.get("/metrics").content.decode())
 
     assert pruned == 10 and Event.objects.count() == 10
-    for name in ("lockstep_lock_owner_changes_total", "lockstep_consume_retries_total",
-                 "lockstep_dead_letters_total", "lockstep_fencing_rejections_total"):
+    for name in (
+        "lockstep_lock_owner_changes_total",
+        "lockstep_consume_retries_total",
+        "lockstep_dead_letters_total",
+        "lockstep_fencing_rejections_total",
+    ):
         assert {k: 2 * v for k, v in before[name].samples.items()} == after[name].samples
 
 

@@ -68,8 +68,7 @@ def page(browser: Browser, site: Site, consumer: None) -> Iterator[Page]:
 
 
 def _row(queue: int, group: str = "mailer", topic: str = "orders") -> str:
-    return (f'tr.queue-row[data-topic="{topic}"][data-queue="{queue}"]'
-            f'[data-group="{group}"]')
+    return f'tr.queue-row[data-topic="{topic}"][data-queue="{queue}"][data-group="{group}"]'
 
 
 def _number(page: Page, selector: str) -> float:
@@ -141,8 +140,9 @@ def test_it_colours_queue_rows_by_lag(page: Page, site: Site, redis_url: str) ->
 
     assert _number(page, f"{behind} td.lag") == 1000
     assert "lag-high" in (page.get_attribute(behind, "class") or "")
-    total = page.get_attribute('section.topic[data-topic="audit-log"] '
-                               '.group-total[data-group="auditor"]', "data-lag")
+    total = page.get_attribute(
+        'section.topic[data-topic="audit-log"] .group-total[data-group="auditor"]', "data-lag"
+    )
     assert total == "1001"
     page.screenshot(path=str(ARTIFACTS / "overview-lag.png"), full_page=True)
 

@@ -45,8 +45,9 @@ def _max_offsets(message: dict[str, Any]) -> dict[int, int]:
 
 def _lags(message: dict[str, Any], group: str) -> dict[int, int]:
     (topic,) = message["data"]["topics"]
-    return {q["queue"]: g["lag"] for q in topic["queues"] for g in q["groups"]
-            if g["group"] == group}
+    return {
+        q["queue"]: g["lag"] for q in topic["queues"] for g in q["groups"] if g["group"] == group
+    }
 
 
 async def test_it_rejects_an_anonymous_visitor() -> None:

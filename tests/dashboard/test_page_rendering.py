@@ -21,8 +21,9 @@ pytestmark = pytest.mark.django_db
 
 
 def _embedded(html: str, element_id: str) -> dict[str, Any]:
-    found = re.search(rf'<script id="{element_id}" type="application/json">(.*?)</script>',
-                      html, re.S)
+    found = re.search(
+        rf'<script id="{element_id}" type="application/json">(.*?)</script>', html, re.S
+    )
     assert found, f"no #{element_id} in the page"
     data: dict[str, Any] = json.loads(found.group(1))
     return data
@@ -35,11 +36,19 @@ def test_it_renders_the_queue_page_with_chart_data_timeline_and_retries(
     client.force_login(viewer)
     produce(redis_url, "orders", ["order-1", "order-poison"])
 
-    with consuming(redis_url, "orders", "mailer", FailOn("order-poison", error="card declined"),
-                   consumer_id="c-1", suspend_ms=20):
+    with consuming(
+        redis_url,
+        "orders",
+        "mailer",
+        FailOn("order-poison", error="card declined"),
+        consumer_id="c-1",
+        suspend_ms=20,
+    ):
         ingest_until(redis_client, ev.CONSUME_FAILED)
-        html = wait_until(lambda: client.get("/topics/orders/queues/0").content.decode(),
-                          lambda h: 'class="problem"' in h)
+        html = wait_until(
+            lambda: client.get("/topics/orders/queues/0").content.decode(),
+            lambda h: 'class="problem"' in h,
+        )
 
     assert "monitor/queue.js" in html and "uPlot.iife.min.js" in html
     assert 'id="queue-chart"' in html and 'id="lock-timeline"' in html
@@ -59,8 +68,10 @@ def test_it_renders_the_group_page_with_each_queue(
     client.force_login(viewer)
 
     with consuming(redis_url, "orders", "mailer", FailOn(), consumer_id="c-1"):
-        html = wait_until(lambda: client.get("/topics/orders/groups/mailer").content.decode(),
-                          lambda h: h.count('data-owner="c-1"') == 2)
+        html = wait_until(
+            lambda: client.get("/topics/orders/groups/mailer").content.decode(),
+            lambda h: h.count('data-owner="c-1"') == 2,
+        )
 
     assert "monitor/refresh.js" in html
     assert 'data-refresh-ms="2000"' in html
@@ -76,8 +87,10 @@ def test_it_keeps_the_overview_shape_and_adds_stats(
     produce(redis_url, "orders", ["order-1"])
 
     with consuming(redis_url, "orders", "mailer", FailOn()):
-        wait_until(lambda: client.get("/api/v1/overview").json()["topics"][0]["groups"],
-                   lambda groups: groups == ["mailer"])
+        wait_until(
+            lambda: client.get("/api/v1/overview").json()["topics"][0]["groups"],
+            lambda groups: groups == ["mailer"],
+        )
         html = client.get("/").content.decode()
 
     data = _embedded(html, "overview-data")

@@ -65,8 +65,10 @@ async def test_it_turns_a_burst_of_events_into_a_few_numbered_updates(
     ingester = Ingester(redis_client, push_interval=PUSH_INTERVAL)
     await sync_to_async(ingester.push)()  # the first push covers every queue once
     cookie = await session_cookie(viewer)
-    busy, quiet = communicator("/ws/queues/orders/1/", cookie), \
-        communicator("/ws/queues/orders/2/", cookie)
+    busy, quiet = (
+        communicator("/ws/queues/orders/1/", cookie),
+        communicator("/ws/queues/orders/2/", cookie),
+    )
     for socket in (busy, quiet):
         assert (await socket.connect())[0]
         assert (await socket.receive_json_from(timeout=5))["seq"] == 0
@@ -87,8 +89,9 @@ async def test_it_turns_a_burst_of_events_into_a_few_numbered_updates(
     assert [u["seq"] for u in updates] == list(range(2, 2 + len(updates)))
     assert all(u["type"] == "queue" for u in updates)
     assert nothing == [], "a queue nothing happened to gets no update"
-    stored = set(await sync_to_async(lambda: set(
-        Event.objects.values_list("stream_id", flat=True)))())
+    stored = set(
+        await sync_to_async(lambda: set(Event.objects.values_list("stream_id", flat=True)))()
+    )
     for update in updates:
         ids = [e["id"] for e in update["events"]]
         assert 0 < len(ids) <= RECENT_EVENTS
@@ -136,8 +139,9 @@ async def test_it_reaches_queues_of_topics_whose_names_are_not_group_names(
 ) -> None:
     create_topic(redis_client, topic, 2)
     ingester = Ingester(redis_client)
-    socket = communicator(f"/ws/queues/{topic.replace('%', '%25')}/1/",
-                          await session_cookie(viewer))
+    socket = communicator(
+        f"/ws/queues/{topic.replace('%', '%25')}/1/", await session_cookie(viewer)
+    )
     assert (await socket.connect())[0]
     snapshot = await socket.receive_json_from(timeout=5)
 

@@ -49,6 +49,8 @@ async def test_it_hints_the_last_stored_id_once_per_push_with_news(
     await reconnected.disconnect()
 
     assert on_connect == {"type": "events", "last_id": "0-0"}
-    assert hints == [{"type": "events", "last_id": first[-1]},
-                     {"type": "events", "last_id": second[-1]}]
+    assert hints == [
+        {"type": "events", "last_id": first[-1]},
+        {"type": "events", "last_id": second[-1]},
+    ]
     assert again == {"type": "events", "last_id": second[-1]}

@@ -26,27 +26,40 @@ def _now_ms(client: redis.Redis) -> int:
     return int(seconds) * 1000 + int(micros) // 1000
 
 
-def _write_queue(client: redis.Redis, produced_ms: list[int], topic: str = "orders",
-                 queue: int = 0) -> None:
+def _write_queue(
+    client: redis.Redis, produced_ms: list[int], topic: str = "orders", queue: int = 0
+) -> None:
     for offset, t in enumerate(produced_ms):
-        client.xadd(keys.stream(topic, queue), {"k": f"k{offset}", "b": b"x", "h": "{}",
-                                                "t": t}, id=f"{offset}-1")
+        client.xadd(
+            keys.stream(topic, queue),
+            {"k": f"k{offset}", "b": b"x", "h": "{}", "t": t},
+            id=f"{offset}-1",
+        )
     client.set(keys.sequence(topic, queue), len(produced_ms))
 
 
-def _commit(client: redis.Redis, offset: int, completed: str = "", group: str = "mailer",
-            queue: int = 0) -> None:
-    client.hset(keys.offset("orders", queue, group),
-                mapping={"committed": offset, "token": 1, "completed": completed})
+def _commit(
+    client: redis.Redis, offset: int, completed: str = "", group: str = "mailer", queue: int = 0
+) -> None:
+    client.hset(
+        keys.offset("orders", queue, group),
+        mapping={"committed": offset, "token": 1, "completed": completed},
+    )
 
 
-def _park(client: redis.Redis, key: str, messages: list[tuple[int, int]],
-          group: str = "mailer", queue: int = 0) -> None:
+def _park(
+    client: redis.Redis,
+    key: str,
+    messages: list[tuple[int, int]],
+    group: str = "mailer",
+    queue: int = 0,
+) -> None:
     """Hold ``key`` with parked (offset, produced_ms) messages, as the park script does."""
     client.hset(keys.parked_keys("orders", queue, group), key, json.dumps({"state": "held"}))
-    client.zadd(keys.parked_messages("orders", queue, group, key),
-                {json.dumps({"o": o, "k": key, "t": t, "b": "", "h": {}, "r": 0}): o
-                 for o, t in messages})
+    client.zadd(
+        keys.parked_messages("orders", queue, group, key),
+        {json.dumps({"o": o, "k": key, "t": t, "b": "", "h": {}, "r": 0}): o for o, t in messages},
+    )
 
 
 def _measure(client: redis.Redis, read: Callable[[], float]) -> tuple[int, float, int]:
@@ -123,9 +136,7 @@ def test_it_counts_a_parked_message_older_than_anything_unconsumed(orders: redis
     _assert_lag_since(_measure(orders, lambda: _overview_lag(orders)), produced[1])
 
 
-def test_it_ignores_a_parked_message_newer_than_the_oldest_unconsumed(
-    orders: redis.Redis
-) -> None:
+def test_it_ignores_a_parked_message_newer_than_the_oldest_unconsumed(orders: redis.Redis) -> None:
     now = _now_ms(orders)
     produced = [now - 9000, now - 8000, now - 7000, now - 6000]
     _write_queue(orders, produced)
@@ -135,9 +146,7 @@ def test_it_ignores_a_parked_message_newer_than_the_oldest_unconsumed(
     _assert_lag_since(_measure(orders, lambda: _queue_lag(orders)), produced[1])
 
 
-def test_it_measures_parked_messages_when_everything_else_is_consumed(
-    orders: redis.Redis
-) -> None:
+def test_it_measures_parked_messages_when_everything_else_is_consumed(orders: redis.Redis) -> None:
     now = _now_ms(orders)
     produced = [now - 9000, now - 8000, now - 7000]
     _write_queue(orders, produced)

@@ -35,8 +35,11 @@ def test_it_keeps_consumers_at_full_speed_and_stores_their_events_afterwards(
     web.start("ingester")
     consumer = ConsumerProcess(redis_url, "orders", "mailer", ["--handler", SLEEP_5MS])
     try:
-        wait_until(lambda: committed_total(redis_client, "orders", "mailer", QUEUES),
-                   lambda n: n > 500, timeout=30)
+        wait_until(
+            lambda: committed_total(redis_client, "orders", "mailer", QUEUES),
+            lambda n: n > 500,
+            timeout=30,
+        )
         with_web = _commit_rate(redis_client, WINDOW_S)
         web.stop("ingester")
         web.stop("web")

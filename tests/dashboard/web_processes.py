@@ -30,7 +30,7 @@ class WebSide(Site):
             return list(db.execute(sql))
 
     def stored_count(self) -> int:
-        (count,), = self.query("SELECT COUNT(*) FROM monitor_event")
+        ((count,),) = self.query("SELECT COUNT(*) FROM monitor_event")
         assert isinstance(count, int)
         return count
 

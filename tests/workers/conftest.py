@@ -23,10 +23,12 @@ def spawn_consumer(
     test is resumed and killed, and their output is printed (shown when a test fails)."""
     started: list[ConsumerProcess] = []
 
-    def spawn(topic: str, group: str, consumer_id: str, *args: str,
-              env: dict[str, str] | None = None) -> ConsumerProcess:
-        proc = ConsumerProcess(redis_url, topic, group, consumer_id, tmp_path,
-                               list(args), env or {})
+    def spawn(
+        topic: str, group: str, consumer_id: str, *args: str, env: dict[str, str] | None = None
+    ) -> ConsumerProcess:
+        proc = ConsumerProcess(
+            redis_url, topic, group, consumer_id, tmp_path, list(args), env or {}
+        )
         started.append(proc.start())
         return proc
 

@@ -78,8 +78,7 @@ def _spec(message: Message) -> dict[str, Any]:
 
 
 def _special(spec: dict[str, Any]) -> bool:
-    return any(name in spec for name in ("poison", "none_once", "sleep_once", "fail_while",
-                                         "gate"))
+    return any(name in spec for name in ("poison", "none_once", "sleep_once", "fail_while", "gate"))
 
 
 def _count_call(message: Message) -> int:
@@ -93,8 +92,14 @@ def _delay() -> None:
 
 
 def _sleep_if_first(message: Message, ctx: ConsumeContext, seconds: float) -> None:
-    claim = json.dumps({"pid": os.getpid(), "consumer": ctx.consumer_id,
-                        "offset": message.offset, "queue": message.queue})
+    claim = json.dumps(
+        {
+            "pid": os.getpid(),
+            "consumer": ctx.consumer_id,
+            "offset": message.offset,
+            "queue": message.queue,
+        }
+    )
     if client().set(SLOW_CLAIM, claim, nx=True):
         time.sleep(seconds)
 
@@ -116,10 +121,22 @@ def record(messages: Sequence[Message], ctx: ConsumeContext) -> ConsumeStatus | 
         if "sleep_once" in spec:
             _sleep_if_first(message, ctx, float(spec["sleep_once"]))
         _delay()
-        records.append(json.dumps({
-            "k": message.key, "o": message.offset, "q": message.queue, "s": spec.get("seq"),
-            "c": ctx.consumer_id, "tok": ctx.token, "pid": os.getpid(),
-            "t0": started, "t1": time.monotonic(), "ts": time.time(), "w0": started_wall,
-        }))
+        records.append(
+            json.dumps(
+                {
+                    "k": message.key,
+                    "o": message.offset,
+                    "q": message.queue,
+                    "s": spec.get("seq"),
+                    "c": ctx.consumer_id,
+                    "tok": ctx.token,
+                    "pid": os.getpid(),
+                    "t0": started,
+                    "t1": time.monotonic(),
+                    "ts": time.time(),
+                    "w0": started_wall,
+                }
+            )
+        )
     client().rpush(HANDLED, *records)
     return ConsumeStatus.SUCCESS

@@ -55,7 +55,9 @@ FAST_ENV = {
 
 
 def wait_until(
-    predicate: Callable[[], Any], timeout: float, what: str | Callable[[], str],
+    predicate: Callable[[], Any],
+    timeout: float,
+    what: str | Callable[[], str],
     interval: float = 0.05,
 ) -> Any:
     """Poll ``predicate`` until it returns something truthy; return that, or fail naming
@@ -94,15 +96,32 @@ class ConsumerProcess:
         return self.log_dir / f"{self.consumer_id}.log"
 
     def start(self) -> ConsumerProcess:
-        env = {**os.environ, **FAST_ENV, "REDIS_URL": self.redis_url,
-               "PYTHONPATH": str(REPO), "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-               **self.env}
-        cmd = [sys.executable, "manage.py", "consume", "--topic", self.topic,
-               "--group", self.group, "--handler", RECORD_HANDLER,
-               "--consumer-id", self.consumer_id, *self.args]
+        env = {
+            **os.environ,
+            **FAST_ENV,
+            "REDIS_URL": self.redis_url,
+            "PYTHONPATH": str(REPO),
+            "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+            **self.env,
+        }
+        cmd = [
+            sys.executable,
+            "manage.py",
+            "consume",
+            "--topic",
+            self.topic,
+            "--group",
+            self.group,
+            "--handler",
+            RECORD_HANDLER,
+            "--consumer-id",
+            self.consumer_id,
+            *self.args,
+        ]
         with self.log_path.open("wb") as out:
-            self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out,
-                                         stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT
+            )
         return self
 
     @property
@@ -201,8 +220,7 @@ def fully_committed(client: redis.Redis, topic: str, group: str, queues: int) ->
         pipe.get(keys.sequence(topic, q))
         pipe.hget(keys.offset(topic, q, group), "committed")
     replies = pipe.execute()
-    return all(int(replies[i] or 0) <= int(replies[i + 1] or 0)
-               for i in range(0, len(replies), 2))
+    return all(int(replies[i] or 0) <= int(replies[i + 1] or 0) for i in range(0, len(replies), 2))
 
 
 def stored_offset(client: redis.Redis, topic: str, group: str, queue: int) -> tuple[int, str]:
@@ -218,11 +236,12 @@ def parked_keys(client: redis.Redis, topic: str, group: str, queue: int) -> dict
     return {k.decode(): json.loads(v) for k, v in raw.items()}
 
 
-def parked_offsets(client: redis.Redis, topic: str, group: str, queue: int,
-                   key: str) -> list[int]:
+def parked_offsets(client: redis.Redis, topic: str, group: str, queue: int, key: str) -> list[int]:
     """Offsets of one key's parked messages, in the order they will run."""
-    found = cast(list[tuple[bytes, float]], client.zrange(
-        keys.parked_messages(topic, queue, group, key), 0, -1, withscores=True))
+    found = cast(
+        list[tuple[bytes, float]],
+        client.zrange(keys.parked_messages(topic, queue, group, key), 0, -1, withscores=True),
+    )
     return [int(score) for _, score in found]
 
 
@@ -249,8 +268,9 @@ def order_violations(
     """Keys whose first handlings are not exactly 0, 1, ..., produced[key]-1 (a message
     lost, or handled for the first time before an earlier one of its key)."""
     firsts = first_handlings(records)
-    return {k: firsts.get(k, []) for k, n in produced.items()
-            if firsts.get(k, []) != list(range(n))}
+    return {
+        k: firsts.get(k, []) for k, n in produced.items() if firsts.get(k, []) != list(range(n))
+    }
 
 
 Record = dict[str, Any]
@@ -265,8 +285,9 @@ def overlapping_handlings(records: Iterable[Record]) -> list[tuple[Record, Recor
     for rs in by_queue.values():
         latest: dict[str, Record] = {}  # consumer -> its handling that ended last
         for r in sorted(rs, key=lambda r: r["t0"]):
-            overlaps.extend((prev, r) for c, prev in latest.items()
-                            if c != r["c"] and prev["t1"] > r["t0"])
+            overlaps.extend(
+                (prev, r) for c, prev in latest.items() if c != r["c"] and prev["t1"] > r["t0"]
+            )
             if r["c"] not in latest or latest[r["c"]]["t1"] < r["t1"]:
                 latest[r["c"]] = r
     return overlaps

@@ -16,8 +16,9 @@ queue_ids = st.lists(st.integers(min_value=0, max_value=4096), max_size=64, uniq
 strategies = pytest.mark.parametrize("strategy", list(STRATEGIES.values()), ids=list(STRATEGIES))
 
 
-def _shares(strategy: AllocationStrategy, queues: list[int],
-            members: list[str]) -> dict[str, list[int]]:
+def _shares(
+    strategy: AllocationStrategy, queues: list[int], members: list[str]
+) -> dict[str, list[int]]:
     return {m: strategy.allocate(queues, members, m) for m in members}
 
 
@@ -52,7 +53,8 @@ def test_it_allocates_the_same_whatever_order_members_and_queues_arrive_in(
     rng.shuffle(shuffled_queues)
 
     assert _shares(strategy, shuffled_queues, shuffled_members) == _shares(
-        strategy, queues, members)
+        strategy, queues, members
+    )
 
 
 @strategies

@@ -29,12 +29,23 @@ def test_it_delivers_every_message_once_and_in_order_to_each_consumer(
 ) -> None:
     create_topic(redis_client, TOPIC, QUEUES)
     consumers = [
-        spawn_consumer(TOPIC, GROUP, f"cache-{name}", "--model", "broadcasting",
-                       "--consumer-name", name, env={"LOCKSTEP_TEST_MAX_DELAY_MS": "2"})
+        spawn_consumer(
+            TOPIC,
+            GROUP,
+            f"cache-{name}",
+            "--model",
+            "broadcasting",
+            "--consumer-name",
+            name,
+            env={"LOCKSTEP_TEST_MAX_DELAY_MS": "2"},
+        )
         for name in ("east", "west")
     ]
-    wait_until(lambda: all(consumer_card(redis_client, c.consumer_id) for c in consumers),
-               30, "both consumers to start")
+    wait_until(
+        lambda: all(consumer_card(redis_client, c.consumer_id) for c in consumers),
+        30,
+        "both consumers to start",
+    )
     sends = [f"sku-{k}" for k in range(KEYS) for _ in range(PER_KEY)]
     random.Random(7).shuffle(sends)
     seq: Counter[str] = Counter()
@@ -42,8 +53,11 @@ def test_it_delivers_every_message_once_and_in_order_to_each_consumer(
         producer.send(TOPIC, key, body(seq[key]))
         seq[key] += 1
 
-    wait_until(lambda: handled_count(redis_client) >= 2 * len(sends), 60,
-               "both consumers to handle every message")
+    wait_until(
+        lambda: handled_count(redis_client) >= 2 * len(sends),
+        60,
+        "both consumers to handle every message",
+    )
     for c in consumers:
         assert c.stop() == 0, c.output()
 
@@ -56,7 +70,9 @@ def test_it_delivers_every_message_once_and_in_order_to_each_consumer(
         assert all(r["tok"] == 0 for r in mine), "broadcasting takes no locks"
     assert len(records) == 2 * len(sends)
     for name in ("east", "west"):
-        offsets = [int(redis_client.hget(keys.offset(TOPIC, q, f"{GROUP}%bc%{name}"),
-                                         "committed") or 0) for q in range(QUEUES)]
+        offsets = [
+            int(redis_client.hget(keys.offset(TOPIC, q, f"{GROUP}%bc%{name}"), "committed") or 0)
+            for q in range(QUEUES)
+        ]
         assert sum(offsets) == len(sends)
     assert events(redis_client, "lock_acquired") == []

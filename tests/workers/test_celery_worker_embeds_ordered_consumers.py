@@ -21,19 +21,44 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _start_worker(redis_url: str, tmp_path: Path) -> subprocess.Popen[bytes]:
     env = dict(os.environ)
-    env.update({
-        "REDIS_URL": redis_url,
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "PYTHONPATH": str(ROOT),
-        "LOCKSTEP_SUBSCRIPTIONS": json.dumps([{
-            "topic": "orders", "group": "mailer", "batch_size": 4,
-            "handler": "tests.workers.celery_handlers.record",
-        }]),
-    })
+    env.update(
+        {
+            "REDIS_URL": redis_url,
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+            "PYTHONPATH": str(ROOT),
+            "LOCKSTEP_SUBSCRIPTIONS": json.dumps(
+                [
+                    {
+                        "topic": "orders",
+                        "group": "mailer",
+                        "batch_size": 4,
+                        "handler": "tests.workers.celery_handlers.record",
+                    }
+                ]
+            ),
+        }
+    )
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "--pool", "solo",
-         "--loglevel", "INFO", "--without-mingle", "--without-gossip", "-n", "test@%h"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "workers.celery_app",
+            "worker",
+            "--pool",
+            "solo",
+            "--loglevel",
+            "INFO",
+            "--without-mingle",
+            "--without-gossip",
+            "-n",
+            "test@%h",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
 
 

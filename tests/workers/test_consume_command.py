@@ -15,8 +15,12 @@ from workers import create_topic
 def _consume(redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "REDIS_URL": redis_url, "PYTHONPATH": str(REPO)}
     return subprocess.run(
-        [sys.executable, "manage.py", "consume", "--topic", "orders", "--group", "billing",
-         *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
+        [sys.executable, "manage.py", "consume", "--topic", "orders", "--group", "billing", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -28,9 +32,10 @@ def test_it_exits_non_zero_when_the_handler_does_not_import(
     result = _consume(redis_url, "--handler", "billing.handlers_that_do_not_exist.on_order")
 
     assert result.returncode != 0
-    assert ("CommandError: handler 'billing.handlers_that_do_not_exist.on_order': cannot "
-            "import 'billing.handlers_that_do_not_exist': No module named 'billing'"
-            ) in result.stderr
+    assert (
+        "CommandError: handler 'billing.handlers_that_do_not_exist.on_order': cannot "
+        "import 'billing.handlers_that_do_not_exist': No module named 'billing'"
+    ) in result.stderr
     assert "Traceback" not in result.stderr
     assert registered(redis_client, "billing", "orders") == set()
 
@@ -41,5 +46,7 @@ def test_it_exits_non_zero_when_the_handler_is_not_in_its_module(
     result = _consume(redis_url, "--handler", "tests.workers.handlers.no_such_handler")
 
     assert result.returncode != 0
-    assert ("handler 'tests.workers.handlers.no_such_handler': module "
-            "'tests.workers.handlers' has no 'no_such_handler'") in result.stderr
+    assert (
+        "handler 'tests.workers.handlers.no_such_handler': module "
+        "'tests.workers.handlers' has no 'no_such_handler'"
+    ) in result.stderr

@@ -65,8 +65,9 @@ def test_it_rejects_a_dead_letter_move_with_a_stale_token(redis_client: redis.Re
     assert broker.unlock(TOPIC, GROUP, QUEUE, "old-owner", stale)
     _lock(broker, "new-owner")
 
-    result = broker.dead_letter(TOPIC, GROUP, QUEUE, "old-owner", stale, 4,
-                                {"offset": 3, "error": "boom"})
+    result = broker.dead_letter(
+        TOPIC, GROUP, QUEUE, "old-owner", stale, 4, {"offset": 3, "error": "boom"}
+    )
 
     assert result.outcome is CommitOutcome.FENCED
     assert redis_client.xlen(keys.dead_letters(TOPIC, QUEUE, GROUP)) == 0

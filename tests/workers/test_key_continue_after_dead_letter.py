@@ -37,11 +37,21 @@ def test_it_runs_the_keys_later_messages_right_after_the_dead_lettering(
         producer.send(TOPIC, OTHER, body(s - 2))
     end = producer.send(TOPIC, OTHER, body(3)).offset + 1
 
-    start_consumer(TOPIC, GROUP, "keys-continue", ordering=Ordering.KEY,
-                   after_dlq=AfterDlq.CONTINUE, max_reconsume_times=2, retry_initial_ms=20,
-                   flush_interval_ms=50)
-    wait_until(lambda: fully_committed(redis_client, TOPIC, GROUP, 1), 20,
-               "the queue to be committed to its end")
+    start_consumer(
+        TOPIC,
+        GROUP,
+        "keys-continue",
+        ordering=Ordering.KEY,
+        after_dlq=AfterDlq.CONTINUE,
+        max_reconsume_times=2,
+        retry_initial_ms=20,
+        flush_interval_ms=50,
+    )
+    wait_until(
+        lambda: fully_committed(redis_client, TOPIC, GROUP, 1),
+        20,
+        "the queue to be committed to its end",
+    )
 
     (letter,) = list_dead_letters(redis_client, TOPIC, GROUP)
     assert (letter.offset, letter.key, letter.reconsume_times) == (poison, POISONED, 2)

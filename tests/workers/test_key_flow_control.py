@@ -66,7 +66,9 @@ def _resumed_flow(client: redis.Redis) -> list[dict[str, Any]] | None:
 
 
 def test_it_pauses_a_queue_at_max_in_flight_and_resumes_it_at_half(
-    redis_client: redis.Redis, producer: Producer, start_consumer: StartConsumer,
+    redis_client: redis.Redis,
+    producer: Producer,
+    start_consumer: StartConsumer,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv(DELAY_ENV, "3")  # slow enough that pulling outruns the lanes
@@ -77,16 +79,26 @@ def test_it_pauses_a_queue_at_max_in_flight_and_resumes_it_at_half(
         for key in sent:
             producer.send(TOPIC, key, body(s, gate="flow"))
 
-    consumer = start_consumer(TOPIC, GROUP, "keys-flow", ordering=Ordering.KEY, lanes=4,
-                              max_in_flight=MAX_IN_FLIGHT, flush_interval_ms=50)
+    consumer = start_consumer(
+        TOPIC,
+        GROUP,
+        "keys-flow",
+        ordering=Ordering.KEY,
+        lanes=4,
+        max_in_flight=MAX_IN_FLIGHT,
+        flush_interval_ms=50,
+    )
     with StateSampler(_queue_worker(consumer)) as sampler:
         wait_until(lambda: events(redis_client, "flow_paused"), 10, "the flow_paused event")
         time.sleep(0.5)  # paused: nothing more may be pulled while every handler waits
         gated = list(sampler.samples)
         assert handled_count(redis_client) == 0
         redis_client.delete(gate("flow"))
-        wait_until(lambda: fully_committed(redis_client, TOPIC, GROUP, 1), 30,
-                   "the queue to be committed to its end")
+        wait_until(
+            lambda: fully_committed(redis_client, TOPIC, GROUP, 1),
+            30,
+            "the queue to be committed to its end",
+        )
 
     # Nothing finished while gated, so the mark stayed at 0 and exactly the limit was pulled.
     assert gated[-1]["in_flight"] == MAX_IN_FLIGHT and gated[-1]["low_water"] == 0

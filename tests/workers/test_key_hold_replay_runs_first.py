@@ -28,8 +28,10 @@ def _send_with_failing_seq_1(producer: Producer, redis_client: redis.Redis) -> d
     """HELD: seq 0, seq 1 (fails while its flag is set), seq 2..4; OTHER in between.
     Returns HELD's seq -> offset."""
     redis_client.set(fail_flag(HELD), 1)
-    offsets = {0: producer.send(TOPIC, HELD, body(0)).offset,
-               1: producer.send(TOPIC, HELD, body(1, fail_while=HELD)).offset}
+    offsets = {
+        0: producer.send(TOPIC, HELD, body(0)).offset,
+        1: producer.send(TOPIC, HELD, body(1, fail_while=HELD)).offset,
+    }
     for s in range(2, 5):
         offsets[s] = producer.send(TOPIC, HELD, body(s)).offset
         producer.send(TOPIC, OTHER, body(s - 2))
@@ -38,18 +40,29 @@ def _send_with_failing_seq_1(producer: Producer, redis_client: redis.Redis) -> d
 
 def _held_with(redis_client: redis.Redis, parked: list[int]) -> DeadLetter:
     """Wait until HELD is held by one dead letter with ``parked`` behind it; return it."""
+
     def held() -> DeadLetter | None:
         letters = list_dead_letters(redis_client, TOPIC, GROUP)
         state = parked_keys(redis_client, TOPIC, GROUP, 0).get(HELD, {})
-        if (len(letters) == 1 and state.get("state") == "held"
-                and state.get("dlq_id") == letters[0].id
-                and parked_offsets(redis_client, TOPIC, GROUP, 0, HELD) == parked):
+        if (
+            len(letters) == 1
+            and state.get("state") == "held"
+            and state.get("dlq_id") == letters[0].id
+            and parked_offsets(redis_client, TOPIC, GROUP, 0, HELD) == parked
+        ):
             return letters[0]
         return None
-    return wait_until(held, 20, lambda: f"{HELD} held with {parked} parked: dead letters "
-                      f"{list_dead_letters(redis_client, TOPIC, GROUP)}, state "
-                      f"{parked_keys(redis_client, TOPIC, GROUP, 0)}, parked "
-                      f"{parked_offsets(redis_client, TOPIC, GROUP, 0, HELD)}")
+
+    return wait_until(
+        held,
+        20,
+        lambda: (
+            f"{HELD} held with {parked} parked: dead letters "
+            f"{list_dead_letters(redis_client, TOPIC, GROUP)}, state "
+            f"{parked_keys(redis_client, TOPIC, GROUP, 0)}, parked "
+            f"{parked_offsets(redis_client, TOPIC, GROUP, 0, HELD)}"
+        ),
+    )
 
 
 def _held_seqs(redis_client: redis.Redis) -> list[int]:
@@ -61,19 +74,28 @@ def test_it_runs_a_replayed_dead_letter_first_and_then_the_parked_messages_in_or
 ) -> None:
     create_topic(redis_client, TOPIC, 1)
     offsets = _send_with_failing_seq_1(producer, redis_client)
-    start_consumer(TOPIC, GROUP, "keys-replay", ordering=Ordering.KEY,
-                   after_dlq=AfterDlq.HOLD, max_reconsume_times=1, retry_initial_ms=20,
-                   flush_interval_ms=50)
+    start_consumer(
+        TOPIC,
+        GROUP,
+        "keys-replay",
+        ordering=Ordering.KEY,
+        after_dlq=AfterDlq.HOLD,
+        max_reconsume_times=1,
+        retry_initial_ms=20,
+        flush_interval_ms=50,
+    )
     letter = _held_with(redis_client, [offsets[s] for s in (2, 3, 4)])
     assert letter.offset == offsets[1]
     assert _held_seqs(redis_client) == [0]
 
     redis_client.delete(fail_flag(HELD))
     assert replay(redis_client, TOPIC, GROUP, 0, letter.id, actor="ops@example.com")
-    wait_until(lambda: _held_seqs(redis_client) == [0, 1, 2, 3, 4], 10,
-               lambda: f"the replayed seq 1, then seq 2..4: {_held_seqs(redis_client)}")
-    wait_until(lambda: not parked_keys(redis_client, TOPIC, GROUP, 0), 5,
-               "the key to be released")
+    wait_until(
+        lambda: _held_seqs(redis_client) == [0, 1, 2, 3, 4],
+        10,
+        lambda: f"the replayed seq 1, then seq 2..4: {_held_seqs(redis_client)}",
+    )
+    wait_until(lambda: not parked_keys(redis_client, TOPIC, GROUP, 0), 5, "the key to be released")
 
     records = {r["s"]: r for r in handled(redis_client) if r["k"] == HELD}
     assert records[1]["o"] == offsets[1]  # at its own place, not re-produced
@@ -84,8 +106,11 @@ def test_it_runs_a_replayed_dead_letter_first_and_then_the_parked_messages_in_or
     assert [r["s"] for r in handled(redis_client)].count(1) == 2  # HELD's and OTHER's seq 1
     wait_until(lambda: events(redis_client, "key_released"), 5, "the key_released event")
     (replayed,) = events(redis_client, "dead_letter_replayed")
-    assert replayed["details"] == {"dlq_id": letter.id, "offset": offsets[1],
-                                   "actor": "ops@example.com"}
+    assert replayed["details"] == {
+        "dlq_id": letter.id,
+        "offset": offsets[1],
+        "actor": "ops@example.com",
+    }
 
 
 def test_it_holds_the_key_again_when_a_replayed_dead_letter_fails_again(
@@ -93,25 +118,40 @@ def test_it_holds_the_key_again_when_a_replayed_dead_letter_fails_again(
 ) -> None:
     create_topic(redis_client, TOPIC, 1)
     offsets = _send_with_failing_seq_1(producer, redis_client)
-    start_consumer(TOPIC, GROUP, "keys-replay-again", ordering=Ordering.KEY,
-                   after_dlq=AfterDlq.HOLD, max_reconsume_times=1, retry_initial_ms=20,
-                   flush_interval_ms=50)
+    start_consumer(
+        TOPIC,
+        GROUP,
+        "keys-replay-again",
+        ordering=Ordering.KEY,
+        after_dlq=AfterDlq.HOLD,
+        max_reconsume_times=1,
+        retry_initial_ms=20,
+        flush_interval_ms=50,
+    )
     parked = [offsets[s] for s in (2, 3, 4)]
     first = _held_with(redis_client, parked)
 
     assert replay(redis_client, TOPIC, GROUP, 0, first.id)  # the flag is still set
     second = wait_until(
-        lambda: next((d for d in list_dead_letters(redis_client, TOPIC, GROUP)
-                      if d.id != first.id), None), 10, "the replay to be dead-lettered again")
+        lambda: next(
+            (d for d in list_dead_letters(redis_client, TOPIC, GROUP) if d.id != first.id), None
+        ),
+        10,
+        "the replay to be dead-lettered again",
+    )
     assert _held_with(redis_client, parked) == second
     assert second.offset == offsets[1]
     assert _held_seqs(redis_client) == [0]
 
     redis_client.delete(fail_flag(HELD))
     assert replay(redis_client, TOPIC, GROUP, 0, second.id)
-    wait_until(lambda: _held_seqs(redis_client) == [0, 1, 2, 3, 4], 10,
-               lambda: f"the second replay, then seq 2..4: {_held_seqs(redis_client)}")
-    wait_until(lambda: not parked_keys(redis_client, TOPIC, GROUP, 0), 5,
-               "the key to be released")
+    wait_until(
+        lambda: _held_seqs(redis_client) == [0, 1, 2, 3, 4],
+        10,
+        lambda: f"the second replay, then seq 2..4: {_held_seqs(redis_client)}",
+    )
+    wait_until(lambda: not parked_keys(redis_client, TOPIC, GROUP, 0), 5, "the key to be released")
     assert [e["details"]["dlq_id"] for e in events(redis_client, "key_parked")] == [
-        first.id, second.id]
+        first.id,
+        second.id,
+    ]

@@ -24,8 +24,18 @@ from workers.dead_letters import discard, list_dead_letters
 
 TOPIC, GROUP = "orders", "billing-restart"
 HELD, OTHER = "order-1", "order-2"
-HOLD_ARGS = ("--ordering", "key", "--after-dlq", "hold", "--max-reconsume-times", "1",
-             "--retry-initial-ms", "20", "--flush-interval-ms", "50")
+HOLD_ARGS = (
+    "--ordering",
+    "key",
+    "--after-dlq",
+    "hold",
+    "--max-reconsume-times",
+    "1",
+    "--retry-initial-ms",
+    "20",
+    "--flush-interval-ms",
+    "50",
+)
 
 
 def _held_seqs(redis_client: redis.Redis) -> list[int]:
@@ -36,15 +46,20 @@ def test_it_keeps_parked_messages_through_a_consumer_restart_and_runs_them_on_di
     redis_client: redis.Redis, producer: Producer, spawn_consumer: SpawnConsumer
 ) -> None:
     create_topic(redis_client, TOPIC, 1)
-    offsets = {0: producer.send(TOPIC, HELD, body(0)).offset,
-               1: producer.send(TOPIC, HELD, body(1, poison=True)).offset}
+    offsets = {
+        0: producer.send(TOPIC, HELD, body(0)).offset,
+        1: producer.send(TOPIC, HELD, body(1, poison=True)).offset,
+    }
     for s in (2, 3):
         offsets[s] = producer.send(TOPIC, HELD, body(s)).offset
     producer.send(TOPIC, OTHER, body(0))
 
     first = spawn_consumer(TOPIC, GROUP, "hold-first", *HOLD_ARGS)
-    wait_until(lambda: parked_offsets(redis_client, TOPIC, GROUP, 0, HELD) ==
-               [offsets[2], offsets[3]], 30, "seq 2 and 3 to be parked")
+    wait_until(
+        lambda: parked_offsets(redis_client, TOPIC, GROUP, 0, HELD) == [offsets[2], offsets[3]],
+        30,
+        "seq 2 and 3 to be parked",
+    )
     assert first.stop() == 0, first.output()[-3000:]
     assert lock_owners(redis_client, TOPIC, GROUP, 1) == {}
 
@@ -52,11 +67,19 @@ def test_it_keeps_parked_messages_through_a_consumer_restart_and_runs_them_on_di
     offsets[4] = producer.send(TOPIC, HELD, body(4)).offset
     producer.send(TOPIC, OTHER, body(1))
     second = spawn_consumer(TOPIC, GROUP, "hold-second", *HOLD_ARGS)
-    wait_until(lambda: parked_offsets(redis_client, TOPIC, GROUP, 0, HELD) ==
-               [offsets[2], offsets[3], offsets[4]], 30,
-               "seq 4 to be parked by the second consumer")
-    wait_until(lambda: fully_committed(redis_client, TOPIC, GROUP, 1), 10,
-               "the second consumer to commit past the parked messages")
+    wait_until(
+        lambda: (
+            parked_offsets(redis_client, TOPIC, GROUP, 0, HELD)
+            == [offsets[2], offsets[3], offsets[4]]
+        ),
+        30,
+        "seq 4 to be parked by the second consumer",
+    )
+    wait_until(
+        lambda: fully_committed(redis_client, TOPIC, GROUP, 1),
+        10,
+        "the second consumer to commit past the parked messages",
+    )
     time.sleep(0.5)
     records = handled(redis_client)
     assert [r["s"] for r in records if r["k"] == OTHER] == [0, 1]
@@ -66,11 +89,14 @@ def test_it_keeps_parked_messages_through_a_consumer_restart_and_runs_them_on_di
     assert parked_keys(redis_client, TOPIC, GROUP, 0)[HELD]["dlq_id"] == letter.id
 
     assert discard(redis_client, TOPIC, GROUP, 0, letter.id)
-    wait_until(lambda: _held_seqs(redis_client) == [0, 2, 3, 4], 15,
-               lambda: f"the parked messages to run in order: {_held_seqs(redis_client)}")
-    wait_until(lambda: not parked_keys(redis_client, TOPIC, GROUP, 0), 5,
-               "the key to be released")
+    wait_until(
+        lambda: _held_seqs(redis_client) == [0, 2, 3, 4],
+        15,
+        lambda: f"the parked messages to run in order: {_held_seqs(redis_client)}",
+    )
+    wait_until(lambda: not parked_keys(redis_client, TOPIC, GROUP, 0), 5, "the key to be released")
     assert parked_offsets(redis_client, TOPIC, GROUP, 0, HELD) == []
     assert {r["c"] for r in handled(redis_client) if r["k"] == HELD and r["s"] > 0} == {
-        "hold-second"}
+        "hold-second"
+    }
     assert second.stop() == 0, second.output()[-3000:]

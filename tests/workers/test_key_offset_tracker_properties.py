@@ -62,8 +62,9 @@ class Run:
         """The next owner, from what the previous one would commit. What it had in flight
         was not done: the next owner must handle it."""
         low, completed = previous.tracker.low_water, previous.tracker.completed_above()
-        position = next((i for i, o in enumerate(previous.stream) if o >= low),
-                        len(previous.stream))
+        position = next(
+            (i for i, o in enumerate(previous.stream) if o >= low), len(previous.stream)
+        )
         return cls(OffsetTracker(low, completed), previous.stream, previous.done, position)
 
     def dispatch_next(self) -> None:
@@ -122,7 +123,7 @@ def _drive(run: Run, data: st.DataObject, steps: int) -> None:
         else:
             run.complete(data.draw(st.integers(0, len(run.pending) - 1), label="complete"))
             if data.draw(st.booleans(), label="repeat"):
-                finished = [o for o in run.stream[run.first:run.position] if o in run.done]
+                finished = [o for o in run.stream[run.first : run.position] if o in run.done]
                 run.tracker.done(data.draw(st.sampled_from(finished), label="again"))
         run.check()
 
@@ -142,9 +143,7 @@ def test_it_keeps_the_low_water_mark_at_the_smallest_offset_not_done(
 
 
 @given(st.integers(min_value=0, max_value=1000), st.permutations(range(40)))
-def test_it_encodes_exactly_the_done_offsets_above_the_mark(
-    start: int, order: list[int]
-) -> None:
+def test_it_encodes_exactly_the_done_offsets_above_the_mark(start: int, order: list[int]) -> None:
     tracker = OffsetTracker(start)
     for o in range(start, start + 40):
         tracker.dispatched(o)

@@ -32,8 +32,16 @@ TOPIC, GROUP, QUEUES = "orders", "ledger-keys", 8
 KEYS, PER_KEY = 400, 30  # 12,000 messages
 # ~1,200 messages/s for ~10 s: the kill and the join both happen with a backlog.
 SEND_BATCH, SEND_BATCH_INTERVAL_S = 60, 0.05
-KEY_ARGS = ("--ordering", "key", "--lanes", "64", "--retry-initial-ms", "50",
-            "--flush-interval-ms", "100")
+KEY_ARGS = (
+    "--ordering",
+    "key",
+    "--lanes",
+    "64",
+    "--retry-initial-ms",
+    "50",
+    "--flush-interval-ms",
+    "100",
+)
 # Up to 20 ms per message: messages of different keys in one queue finish in any order.
 HANDLER_ENV = {"LOCKSTEP_TEST_MAX_DELAY_MS": "20"}
 
@@ -50,11 +58,18 @@ def test_it_keeps_every_key_in_order_with_64_lanes_through_a_kill_and_a_join(
     redis_client: redis.Redis, producer: Producer, spawn_consumer: SpawnConsumer
 ) -> None:
     create_topic(redis_client, TOPIC, QUEUES)
-    first = {cid: spawn_consumer(TOPIC, GROUP, cid, *KEY_ARGS, env=HANDLER_ENV)
-             for cid in ("ko-a", "ko-b")}
-    wait_until(lambda: len(lock_owners(redis_client, TOPIC, GROUP, QUEUES)) == QUEUES and
-               registered(redis_client, GROUP, TOPIC) == set(first), 30,
-               "two consumers to hold all queues")
+    first = {
+        cid: spawn_consumer(TOPIC, GROUP, cid, *KEY_ARGS, env=HANDLER_ENV)
+        for cid in ("ko-a", "ko-b")
+    }
+    wait_until(
+        lambda: (
+            len(lock_owners(redis_client, TOPIC, GROUP, QUEUES)) == QUEUES
+            and registered(redis_client, GROUP, TOPIC) == set(first)
+        ),
+        30,
+        "two consumers to hold all queues",
+    )
     sends = [f"order-{k:03d}" for k in range(KEYS) for _ in range(PER_KEY)]
     random.Random(12_000).shuffle(sends)
     sent: Counter[str] = Counter()
@@ -65,13 +80,19 @@ def test_it_keeps_every_key_in_order_with_64_lanes_through_a_kill_and_a_join(
         first["ko-a"].kill()
         wait_until(lambda: handled_count(redis_client) >= 5000, 60, "5,000 handlings")
         joiner = spawn_consumer(TOPIC, GROUP, "ko-c", *KEY_ARGS, env=HANDLER_ENV)
-        wait_until(lambda: "ko-c" in lock_owners(redis_client, TOPIC, GROUP, QUEUES).values(),
-                   30, "ko-c to be granted queues")
+        wait_until(
+            lambda: "ko-c" in lock_owners(redis_client, TOPIC, GROUP, QUEUES).values(),
+            30,
+            "ko-c to be granted queues",
+        )
         backlog_when_joined = len(sends) - handled_count(redis_client)
     finally:
         sending.join()
-    wait_until(lambda: fully_committed(redis_client, TOPIC, GROUP, QUEUES), 60,
-               "every queue to be committed to its end")
+    wait_until(
+        lambda: fully_committed(redis_client, TOPIC, GROUP, QUEUES),
+        60,
+        "every queue to be committed to its end",
+    )
     for p in (first["ko-b"], joiner):
         assert p.stop() == 0, p.output()[-3000:]
 
@@ -82,5 +103,4 @@ def test_it_keeps_every_key_in_order_with_64_lanes_through_a_kill_and_a_join(
     assert backlog_when_joined > 0, "the run ended before ko-c joined"
     handlers = Counter(r["c"] for r in records)
     assert set(handlers) == {"ko-a", "ko-b", "ko-c"}, handlers
-    print(f"{len(records)} handlings ({len(records) - len(sends)} duplicates) by "
-          f"{dict(handlers)}")
+    print(f"{len(records)} handlings ({len(records) - len(sends)} duplicates) by {dict(handlers)}")

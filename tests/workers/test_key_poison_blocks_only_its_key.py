@@ -47,14 +47,26 @@ def test_it_lets_every_other_key_complete_while_a_poison_key_retries_forever(
     create_topic(redis_client, TOPIC, 1)  # one queue: every key shares it
     poison, later, end = _send(producer)
 
-    start_consumer(TOPIC, GROUP, "keys-poison", ordering=Ordering.KEY, lanes=16,
-                   retry_initial_ms=20, retry_max_ms=100, flush_interval_ms=50)
+    start_consumer(
+        TOPIC,
+        GROUP,
+        "keys-poison",
+        ordering=Ordering.KEY,
+        lanes=16,
+        retry_initial_ms=20,
+        retry_max_ms=100,
+        flush_interval_ms=50,
+    )
     expected_completed = encode_ranges(set(range(poison + 1, end)) - set(later))
-    wait_until(lambda: stored_offset(redis_client, TOPIC, GROUP, 0) ==
-               (poison, expected_completed), 30,
-               lambda: f"offset hash (committed, completed) == ({poison}, "
-                       f"{expected_completed!r}), is "
-                       f"{stored_offset(redis_client, TOPIC, GROUP, 0)}")
+    wait_until(
+        lambda: stored_offset(redis_client, TOPIC, GROUP, 0) == (poison, expected_completed),
+        30,
+        lambda: (
+            f"offset hash (committed, completed) == ({poison}, "
+            f"{expected_completed!r}), is "
+            f"{stored_offset(redis_client, TOPIC, GROUP, 0)}"
+        ),
+    )
     calls_then = int(redis_client.hget(CALLS, f"0:{poison}") or 0)
     time.sleep(0.5)
 
@@ -62,8 +74,9 @@ def test_it_lets_every_other_key_complete_while_a_poison_key_retries_forever(
     others = [r for r in records if r["k"] != POISON_KEY]
     assert len({(r["k"], r["s"]) for r in others}) == OTHER_KEYS * PER_OTHER_KEY
     assert [r["s"] for r in records if r["k"] == POISON_KEY] == [0]
-    assert int(redis_client.hget(CALLS, f"0:{poison}") or 0) >= calls_then + 3, \
+    assert int(redis_client.hget(CALLS, f"0:{poison}") or 0) >= calls_then + 3, (
         "the poison message stopped being retried"
+    )
     assert stored_offset(redis_client, TOPIC, GROUP, 0) == (poison, expected_completed)
     assert redis_client.xlen(keys.dead_letters(TOPIC, 0, GROUP)) == 0
     failed = [e for e in events(redis_client, "consume_failed")]

@@ -31,8 +31,18 @@ from workers.offset_tracker import decode_ranges
 TOPIC, GROUP = "orders", "billing-restart-skip"
 BLOCKER = "order-blocker"
 KEYS, PER_KEY = 100, 6
-KEY_ARGS = ("--ordering", "key", "--lanes", "8", "--retry-initial-ms", "20",
-            "--retry-max-ms", "50", "--flush-interval-ms", "100")
+KEY_ARGS = (
+    "--ordering",
+    "key",
+    "--lanes",
+    "8",
+    "--retry-initial-ms",
+    "20",
+    "--retry-max-ms",
+    "50",
+    "--flush-interval-ms",
+    "100",
+)
 HANDLER_ENV = {"LOCKSTEP_TEST_MAX_DELAY_MS": "5"}
 
 
@@ -50,18 +60,27 @@ def _send(producer: Producer, redis_client: redis.Redis) -> tuple[int, dict[str,
 
 
 def _completed(redis_client: redis.Redis) -> set[int]:
-    return {o for a, b in decode_ranges(stored_offset(redis_client, TOPIC, GROUP, 0)[1])
-            for o in range(a, b + 1)}
+    return {
+        o
+        for a, b in decode_ranges(stored_offset(redis_client, TOPIC, GROUP, 0)[1])
+        for o in range(a, b + 1)
+    }
 
 
-def _restart(redis_client: redis.Redis, spawn_consumer: SpawnConsumer,
-             first: ConsumerProcess, sent: dict[str, int]) -> list[dict[str, object]]:
+def _restart(
+    redis_client: redis.Redis,
+    spawn_consumer: SpawnConsumer,
+    first: ConsumerProcess,
+    sent: dict[str, int],
+) -> list[dict[str, object]]:
     """Let the blocker succeed, start the next consumer, consume to the end; the records."""
     redis_client.delete(fail_flag(BLOCKER))
-    second = spawn_consumer(TOPIC, GROUP, f"{first.consumer_id}-next", *KEY_ARGS,
-                            env=HANDLER_ENV)
-    wait_until(lambda: fully_committed(redis_client, TOPIC, GROUP, 1), 30,
-               "the next consumer to commit the queue to its end")
+    second = spawn_consumer(TOPIC, GROUP, f"{first.consumer_id}-next", *KEY_ARGS, env=HANDLER_ENV)
+    wait_until(
+        lambda: fully_committed(redis_client, TOPIC, GROUP, 1),
+        30,
+        "the next consumer to commit the queue to its end",
+    )
     assert second.stop() == 0, second.output()[-3000:]
     records = handled(redis_client)
     assert order_violations(records, sent) == {}
@@ -74,8 +93,9 @@ def test_it_does_not_redo_offsets_completed_before_the_last_flush_of_a_killed_co
     create_topic(redis_client, TOPIC, 1)
     blocker, sent = _send(producer, redis_client)
     first = spawn_consumer(TOPIC, GROUP, "skip-killed", *KEY_ARGS, env=HANDLER_ENV)
-    wait_until(lambda: len(_completed(redis_client)) >= 200, 30,
-               "a flush with 200 completed offsets")
+    wait_until(
+        lambda: len(_completed(redis_client)) >= 200, 30, "a flush with 200 completed offsets"
+    )
     first.kill()
     committed, _ = stored_offset(redis_client, TOPIC, GROUP, 0)
     flushed = _completed(redis_client)
@@ -83,8 +103,11 @@ def test_it_does_not_redo_offsets_completed_before_the_last_flush_of_a_killed_co
     assert committed == blocker, "the failing key did not hold the low-water mark"
     assert len(flushed) >= 200, f"only {len(flushed)} completed offsets were committed"
     assert flushed <= handled_by_first
-    wait_until(lambda: not lock_owners(redis_client, TOPIC, GROUP, 1), 10,
-               "the killed consumer's lock to expire")
+    wait_until(
+        lambda: not lock_owners(redis_client, TOPIC, GROUP, 1),
+        10,
+        "the killed consumer's lock to expire",
+    )
 
     records = _restart(redis_client, spawn_consumer, first, sent)
 
@@ -94,8 +117,7 @@ def test_it_does_not_redo_offsets_completed_before_the_last_flush_of_a_killed_co
     assert redone == set(), f"{len(redone)} offsets committed as completed were handled again"
     assert counts[0, blocker] == 1
     assert len(counts) == sum(sent.values())
-    print(f"{len(flushed)} completed offsets skipped, "
-          f"{sum(n - 1 for n in counts.values())} redone")
+    print(f"{len(flushed)} completed offsets skipped, {sum(n - 1 for n in counts.values())} redone")
 
 
 def test_it_does_not_redo_anything_a_gracefully_stopped_consumer_completed(
@@ -109,8 +131,9 @@ def test_it_does_not_redo_anything_a_gracefully_stopped_consumer_completed(
     handled_by_first = {r["o"] for r in handled(redis_client)}
     assert blocker == 0 and stored_offset(redis_client, TOPIC, GROUP, 0)[0] == blocker
     assert _completed(redis_client) == handled_by_first  # the final flush left nothing out
-    (released,) = [e for e in events(redis_client, "lock_released")
-                   if e["consumer"] == first.consumer_id]
+    (released,) = [
+        e for e in events(redis_client, "lock_released") if e["consumer"] == first.consumer_id
+    ]
     assert released["details"]["committed"] == blocker
 
     records = _restart(redis_client, spawn_consumer, first, sent)

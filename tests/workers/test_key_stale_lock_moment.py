@@ -31,17 +31,32 @@ KEYS, PER_KEY = 50, 30  # 1,500 messages, produced over ~4 s
 # Renewals come every 1.95 s on a 0.3 s membership poll, i.e. every 2.1 s in practice,
 # while the client-side lock counts as expired after 2 s: it is stale ~0.1 s of every
 # renewal cycle. The broker lock (5 s) does not expire, so each renewal keeps the token.
-LATE_RENEWALS = Timings(lock_ttl=5.0, client_lock_expiry=2.0, lock_renew_interval=1.95,
-                        rebalance_interval=5.0, membership_poll=0.3, heartbeat_interval=0.3,
-                        heartbeat_timeout=1.5, poll_block=0.1, event_flush_interval=0.1)
+LATE_RENEWALS = Timings(
+    lock_ttl=5.0,
+    client_lock_expiry=2.0,
+    lock_renew_interval=1.95,
+    rebalance_interval=5.0,
+    membership_poll=0.3,
+    heartbeat_interval=0.3,
+    heartbeat_timeout=1.5,
+    poll_block=0.1,
+    event_flush_interval=0.1,
+)
 
 
 @pytest.fixture
-def consumer(redis_client: redis.Redis, redis_url: str,
-             monkeypatch: pytest.MonkeyPatch) -> Iterator[Consumer]:
+def consumer(
+    redis_client: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Consumer]:
     monkeypatch.setenv(DELAY_ENV, "4")
-    sub = Subscription(topic=TOPIC, group=GROUP, handler=RECORD_HANDLER,
-                       ordering=Ordering.KEY, lanes=4, flush_interval_ms=50)
+    sub = Subscription(
+        topic=TOPIC,
+        group=GROUP,
+        handler=RECORD_HANDLER,
+        ordering=Ordering.KEY,
+        lanes=4,
+        flush_interval_ms=50,
+    )
     c = Consumer(redis_url, [sub], timings=LATE_RENEWALS, consumer_id="keys-stale")
     yield c
     c.stop()
@@ -69,16 +84,24 @@ def test_it_goes_on_with_every_key_after_its_client_side_lock_was_stale_for_a_mo
             for key in sent:
                 producer.send(TOPIC, key, body(s))
             time.sleep(0.13)
-        wait_until(lambda: fully_committed(redis_client, TOPIC, GROUP, 1), 20,
-                   lambda: f"the queue to be committed to its end; "
-                           f"{len(handled(redis_client))} of {KEYS * PER_KEY} handled")
+        wait_until(
+            lambda: fully_committed(redis_client, TOPIC, GROUP, 1),
+            20,
+            lambda: (
+                f"the queue to be committed to its end; "
+                f"{len(handled(redis_client))} of {KEYS * PER_KEY} handled"
+            ),
+        )
     finally:
         stop.set()
         watcher.join(5)
 
     assert False in lock_seen, "the client-side lock never went stale: nothing was tested"
     assert order_violations(handled(redis_client), sent) == {}
-    renewals = [e for e in events(redis_client) if e["type"] in {
-        "lock_lost", "lock_renew_failed", "fencing_rejected"}]
+    renewals = [
+        e
+        for e in events(redis_client)
+        if e["type"] in {"lock_lost", "lock_renew_failed", "fencing_rejected"}
+    ]
     assert renewals == [], "the broker lock was lost: the test no longer tests a stale moment"
     assert [e["token"] for e in events(redis_client, "lock_acquired")] == [1]

@@ -43,8 +43,11 @@ class BrokerLocks(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.client = redis.Redis.from_url(self.redis_url)
-        self.client.delete(keys.lock(TOPIC, QUEUE, GROUP), keys.offset(TOPIC, QUEUE, GROUP),
-                           keys.dead_letters(TOPIC, QUEUE, GROUP))
+        self.client.delete(
+            keys.lock(TOPIC, QUEUE, GROUP),
+            keys.offset(TOPIC, QUEUE, GROUP),
+            keys.dead_letters(TOPIC, QUEUE, GROUP),
+        )
         self.broker = Broker(self.client)
         self.model = LockModel()
         self.seen: dict[str, list[int]] = {}  # tokens each consumer was ever granted
@@ -74,8 +77,9 @@ class BrokerLocks(RuleBasedStateMachine):
 
     @rule(consumer=CONSUMERS)
     def renew_only(self, consumer: str) -> None:
-        (grant,) = self.broker.lock_batch(TOPIC, GROUP, [QUEUE], consumer, LONG_TTL_S,
-                                          renew_only=True)
+        (grant,) = self.broker.lock_batch(
+            TOPIC, GROUP, [QUEUE], consumer, LONG_TTL_S, renew_only=True
+        )
         m = self.model
         if m.live_owner() == consumer:
             assert (grant.token, grant.new) == (m.token, False)
@@ -110,8 +114,9 @@ class BrokerLocks(RuleBasedStateMachine):
     @rule(consumer=CONSUMERS, pick=st.integers(0, 8), offset=st.integers(0, 10**6))
     def dead_letter(self, consumer: str, pick: int, offset: int) -> None:
         token = self._token_of(consumer, pick)
-        result = self.broker.dead_letter(TOPIC, GROUP, QUEUE, consumer, token, offset,
-                                         {"offset": offset - 1, "error": "poison"})
+        result = self.broker.dead_letter(
+            TOPIC, GROUP, QUEUE, consumer, token, offset, {"offset": offset - 1, "error": "poison"}
+        )
         expected = self.model.outcome_for(consumer, token)
         assert result.outcome is expected, (consumer, token, self.model)
         if expected is CommitOutcome.OK:
@@ -128,7 +133,12 @@ class BrokerLocks(RuleBasedStateMachine):
 
 def test_it_lets_only_the_current_owner_with_the_current_token_commit(redis_url: str) -> None:
     BrokerLocks.redis_url = redis_url
-    run_state_machine_as_test(BrokerLocks, settings=settings(
-        max_examples=100, stateful_step_count=40, deadline=None,
-        suppress_health_check=[HealthCheck.too_slow],
-    ))
+    run_state_machine_as_test(
+        BrokerLocks,
+        settings=settings(
+            max_examples=100,
+            stateful_step_count=40,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
+    )

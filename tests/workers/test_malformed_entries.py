@@ -39,8 +39,11 @@ def test_it_dead_letters_a_malformed_entry_with_the_reason_and_keeps_consuming(
     producer.send(TOPIC, "order-7", body(2))
 
     start_consumer(TOPIC, GROUP, "malformed-reader")
-    wait_until(lambda: fully_committed(redis_client, TOPIC, GROUP, 1), 15,
-               "the queue to move past the malformed entries")
+    wait_until(
+        lambda: fully_committed(redis_client, TOPIC, GROUP, 1),
+        15,
+        "the queue to move past the malformed entries",
+    )
 
     assert [r["s"] for r in handled(redis_client)] == [0, 1, 2]
     dlq = [fields for _, fields in stream_entries(redis_client, keys.dead_letters(TOPIC, 0, GROUP))]
@@ -50,6 +53,7 @@ def test_it_dead_letters_a_malformed_entry_with_the_reason_and_keeps_consuming(
     assert dlq[0][b"key"] == b"order-7"
     assert dlq[1][b"error"] == b"malformed entry: headers are not a JSON object"
     assert Broker(redis_client).read_offset(TOPIC, GROUP, 0).committed == 5
-    reported = wait_until(lambda: events(redis_client, "malformed_entry"), 5,
-                          "malformed_entry events")
+    reported = wait_until(
+        lambda: events(redis_client, "malformed_entry"), 5, "malformed_entry events"
+    )
     assert sorted(e["details"]["offset"] for e in reported) == [no_body, bad_headers]

@@ -52,7 +52,9 @@ def _produce(producer: Producer, sends: list[str], sent: Counter[str]) -> None:
 
 
 def _freeze_the_consumer_in_the_slow_handler(
-    client: redis.Redis, producer: Producer, sent: Counter[str],
+    client: redis.Redis,
+    producer: Producer,
+    sent: Counter[str],
     by_id: dict[str, ConsumerProcess],
 ) -> ConsumerProcess:
     """Send a message whose first handling sleeps SLOW_HANDLER_S, then SIGSTOP whichever
@@ -61,8 +63,14 @@ def _freeze_the_consumer_in_the_slow_handler(
     for seq in range(1, 5):
         producer.send(TOPIC, SLOW_KEY, body(seq))
     sent[SLOW_KEY] = 5
-    claim = json.loads(wait_until(lambda: client.get(SLOW_CLAIM), 30,
-                                  "a consumer to start the slow message", interval=0.005))
+    claim = json.loads(
+        wait_until(
+            lambda: client.get(SLOW_CLAIM),
+            30,
+            "a consumer to start the slow message",
+            interval=0.005,
+        )
+    )
     frozen = by_id[claim["consumer"]]
     frozen.signal(signal.SIGSTOP)
     assert claim["pid"] == frozen.pid
@@ -74,11 +82,15 @@ def test_it_keeps_every_key_in_order_and_loses_nothing_through_kill_pause_and_jo
 ) -> None:
     create_topic(redis_client, TOPIC, QUEUES)
     env = {"LOCKSTEP_TEST_MAX_DELAY_MS": "2"}
-    first = {cid: spawn_consumer(TOPIC, GROUP, cid, env=env)
-             for cid in ("ol-a", "ol-b", "ol-c")}
-    wait_until(lambda: len(lock_owners(redis_client, TOPIC, GROUP, QUEUES)) == QUEUES and
-               registered(redis_client, GROUP, TOPIC) == set(first), 30,
-               "three consumers to hold all queues")
+    first = {cid: spawn_consumer(TOPIC, GROUP, cid, env=env) for cid in ("ol-a", "ol-b", "ol-c")}
+    wait_until(
+        lambda: (
+            len(lock_owners(redis_client, TOPIC, GROUP, QUEUES)) == QUEUES
+            and registered(redis_client, GROUP, TOPIC) == set(first)
+        ),
+        30,
+        "three consumers to hold all queues",
+    )
     sends = [f"order-{k:03d}" for k in range(KEYS) for _ in range(PER_KEY)]
     random.Random(20_000).shuffle(sends)
     sent: Counter[str] = Counter()
@@ -90,19 +102,20 @@ def test_it_keeps_every_key_in_order_and_loses_nothing_through_kill_pause_and_jo
         killed.kill()
 
         survivors = {cid: p for cid, p in first.items() if p is not killed}
-        frozen = _freeze_the_consumer_in_the_slow_handler(redis_client, producer, sent,
-                                                          survivors)
+        frozen = _freeze_the_consumer_in_the_slow_handler(redis_client, producer, sent, survivors)
         time.sleep(FREEZE_S)
         frozen.signal(signal.SIGCONT)
 
         joiner = spawn_consumer(TOPIC, GROUP, "ol-d", env=env)
-        wait_until(lambda: "ol-d" in registered(redis_client, GROUP, TOPIC), 30,
-                   "ol-d to join")
+        wait_until(lambda: "ol-d" in registered(redis_client, GROUP, TOPIC), 30, "ol-d to join")
         backlog_when_joined = len(sends) - handled_count(redis_client)
     finally:
         sending.join()
-    wait_until(lambda: fully_committed(redis_client, TOPIC, GROUP, QUEUES), 120,
-               "every queue to be committed to its end")
+    wait_until(
+        lambda: fully_committed(redis_client, TOPIC, GROUP, QUEUES),
+        120,
+        "every queue to be committed to its end",
+    )
     for p in [*survivors.values(), joiner]:
         assert p.stop() == 0, p.output()[-3000:]
 
@@ -112,12 +125,18 @@ def test_it_keeps_every_key_in_order_and_loses_nothing_through_kill_pause_and_jo
     assert backlog_when_joined > 0, "the run ended before ol-d joined"
     handlers = Counter(r["c"] for r in records)
     assert set(handlers) == {"ol-a", "ol-b", "ol-c", "ol-d"}, handlers
-    rejected = [e for e in events(redis_client, "fencing_rejected")
-                if e["consumer"] == frozen.consumer_id]
+    rejected = [
+        e for e in events(redis_client, "fencing_rejected") if e["consumer"] == frozen.consumer_id
+    ]
     assert rejected, f"{frozen.consumer_id}'s late commit was not refused by fencing"
     assert {e["details"]["outcome"] for e in rejected} <= {"fenced", "expired"}
-    overruns = [e for e in events(redis_client, "lock_margin_overrun")
-                if e["consumer"] == frozen.consumer_id]
+    overruns = [
+        e
+        for e in events(redis_client, "lock_margin_overrun")
+        if e["consumer"] == frozen.consumer_id
+    ]
     assert overruns, f"{frozen.consumer_id}'s handler outlived its lock unreported"
-    print(f"{len(records)} handlings ({len(records) - sum(sent.values())} duplicates) by "
-          f"{dict(handlers)}; {frozen.consumer_id} frozen; {len(rejected)} commit(s) fenced")
+    print(
+        f"{len(records)} handlings ({len(records) - sum(sent.values())} duplicates) by "
+        f"{dict(handlers)}; {frozen.consumer_id} frozen; {len(rejected)} commit(s) fenced"
+    )

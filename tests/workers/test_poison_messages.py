@@ -46,8 +46,11 @@ def test_it_dead_letters_a_poison_message_after_exactly_max_reconsume_retries(
     queue, poison = _send_around_poison(producer)
 
     start_consumer(TOPIC, GROUP, "poison-bounded", max_reconsume_times=3, suspend_ms=50)
-    wait_until(lambda: fully_committed(redis_client, TOPIC, GROUP, 1), 20,
-               "the queue to move past the poison message")
+    wait_until(
+        lambda: fully_committed(redis_client, TOPIC, GROUP, 1),
+        20,
+        "the queue to move past the poison message",
+    )
 
     assert int(redis_client.hget(CALLS, f"{queue}:{poison}") or 0) == 4  # 1 call + 3 retries
     dlq = stream_entries(redis_client, keys.dead_letters(TOPIC, queue, GROUP))
@@ -85,9 +88,9 @@ def test_it_blocks_the_queue_behind_a_poison_message_when_retries_are_unbounded(
     assert [(r["k"], r["s"]) for r in handled(redis_client)] == [("order-1", 0)]
     assert redis_client.xlen(keys.dead_letters(TOPIC, queue, GROUP)) == 0
     assert Broker(redis_client).read_offset(TOPIC, GROUP, queue).committed == poison
-    wait_until(lambda: len(events(redis_client, "consume_failed")) >= 5, 5,
-               "consume_failed events")
+    wait_until(lambda: len(events(redis_client, "consume_failed")) >= 5, 5, "consume_failed events")
     retries = [e["details"]["reconsume_times"] for e in events(redis_client, "consume_failed")]
     assert retries == list(range(1, len(retries) + 1))
-    assert all(e["details"]["max_reconsume_times"] == -1
-               for e in events(redis_client, "consume_failed"))
+    assert all(
+        e["details"]["max_reconsume_times"] == -1 for e in events(redis_client, "consume_failed")
+    )

@@ -22,13 +22,12 @@ def test_it_refuses_to_send_to_a_topic_that_does_not_exist(
 
     assert str(refused.value) == (
         "topic 'no-such-topic' does not exist; create it with "
-        "`python manage.py create_topic no-such-topic --queues N`")
+        "`python manage.py create_topic no-such-topic --queues N`"
+    )
     assert redis_client.keys("ls:{no-such-topic*") == []
 
 
-def test_it_refuses_a_body_that_is_not_bytes(
-    redis_client: redis.Redis, producer: Producer
-) -> None:
+def test_it_refuses_a_body_that_is_not_bytes(redis_client: redis.Redis, producer: Producer) -> None:
     create_topic(redis_client, "orders", 4)
 
     with pytest.raises(InvalidMessageError, match=r"body must be bytes, got str; encode it"):
@@ -55,7 +54,8 @@ def test_it_refuses_a_body_over_the_configured_limit(
         producer.close()
 
     assert str(refused.value) == (
-        "body is 1025 bytes, over the limit of 1024 (LOCKSTEP_MAX_BODY_BYTES)")
+        "body is 1025 bytes, over the limit of 1024 (LOCKSTEP_MAX_BODY_BYTES)"
+    )
     assert _stored(redis_client, "orders", 4) == 1
 
 

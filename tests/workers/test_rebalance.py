@@ -42,11 +42,16 @@ def _produce_until(stop: threading.Event, producer: Producer, sent: Counter[str]
 
 def _settles_to(client: redis.Redis, expected: dict[str, list[int]], since: float) -> float:
     """Seconds from ``since`` until the live locks are exactly ``expected``."""
+
     def owners() -> dict[str, list[int]]:
         return queues_by_owner(lock_owners(client, TOPIC, GROUP, QUEUES))
 
-    wait_until(lambda: owners() == expected, FAST.rebalance_interval * 3,
-               lambda: f"locks to settle to {expected}; they are {owners()}", interval=0.02)
+    wait_until(
+        lambda: owners() == expected,
+        FAST.rebalance_interval * 3,
+        lambda: f"locks to settle to {expected}; they are {owners()}",
+        interval=0.02,
+    )
     return time.monotonic() - since
 
 
@@ -65,22 +70,26 @@ def test_it_spreads_queues_evenly_as_consumers_join_and_leave(
         time.sleep(1.0)
         b = spawn_consumer(TOPIC, GROUP, "rb-b", env=env)
         c = spawn_consumer(TOPIC, GROUP, "rb-c", env=env)
-        wait_until(lambda: registered(redis_client, GROUP, TOPIC) == {"rb-a", "rb-b", "rb-c"},
-                   30, "rb-b and rb-c to join")
-        joined = _settles_to(redis_client, {"rb-a": [0, 1, 2], "rb-b": [3, 4, 5],
-                                            "rb-c": [6, 7]}, time.monotonic())
+        wait_until(
+            lambda: registered(redis_client, GROUP, TOPIC) == {"rb-a", "rb-b", "rb-c"},
+            30,
+            "rb-b and rb-c to join",
+        )
+        joined = _settles_to(
+            redis_client, {"rb-a": [0, 1, 2], "rb-b": [3, 4, 5], "rb-c": [6, 7]}, time.monotonic()
+        )
         time.sleep(1.0)
         left_at = time.monotonic()
         exit_code = c.stop()  # graceful: finish the message, commit, unlock, leave
         assert exit_code == 0, c.output()
-        left = _settles_to(redis_client, {"rb-a": [0, 1, 2, 3], "rb-b": [4, 5, 6, 7]},
-                           left_at)
+        left = _settles_to(redis_client, {"rb-a": [0, 1, 2, 3], "rb-b": [4, 5, 6, 7]}, left_at)
         time.sleep(1.0)
     finally:
         stop.set()
         sending.join()
-    wait_until(lambda: fully_committed(redis_client, TOPIC, GROUP, QUEUES), 30,
-               "the backlog to drain")
+    wait_until(
+        lambda: fully_committed(redis_client, TOPIC, GROUP, QUEUES), 30, "the backlog to drain"
+    )
     assert a.stop() == 0 and b.stop() == 0
 
     print(f"1 -> 3 settled in {joined:.2f}s, 3 -> 2 in {left:.2f}s")
@@ -99,8 +108,10 @@ def _assert_every_handover_went_through_a_release(client: redis.Redis) -> None:
     acquired: dict[int, list[tuple[int, str]]] = defaultdict(list)
     for e in events(client, "lock_acquired"):
         acquired[e["queue"]].append((e["token"], e["consumer"]))
-    ended = {(e["queue"], e["token"], e["consumer"])
-             for e in events(client, "lock_released", "lock_lost", "lock_renew_failed")}
+    ended = {
+        (e["queue"], e["token"], e["consumer"])
+        for e in events(client, "lock_released", "lock_lost", "lock_renew_failed")
+    }
     assert sorted(acquired) == list(range(QUEUES))
     for queue, grants in acquired.items():
         tokens = [t for t, _ in grants]
@@ -109,5 +120,5 @@ def _assert_every_handover_went_through_a_release(client: redis.Redis) -> None:
         for (token, holder), (_, successor) in itertools.pairwise(ordered):
             if holder != successor:
                 assert (queue, token, holder) in ended, (
-                    f"queue {queue} went from {holder} to {successor} without a release")
-
+                    f"queue {queue} went from {holder} to {successor} without a release"
+                )

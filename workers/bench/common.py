@@ -30,8 +30,19 @@ def private_redis() -> Iterator[str]:
         port = s.getsockname()[1]
     workdir = tempfile.mkdtemp(prefix="lockstep-bench-")
     proc = subprocess.Popen(
-        [shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind",
-         "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir],
+        [
+            shutil.which("redis-server") or "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            workdir,
+        ],
         stdout=subprocess.DEVNULL,
     )
     url = f"redis://127.0.0.1:{port}/0"
@@ -50,8 +61,14 @@ def private_redis() -> Iterator[str]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def load_topic(client: redis.Redis, topic: str, queues: int, messages: int,
-               key_count: int, body: bytes = b"x" * 100) -> None:
+def load_topic(
+    client: redis.Redis,
+    topic: str,
+    queues: int,
+    messages: int,
+    key_count: int,
+    body: bytes = b"x" * 100,
+) -> None:
     """Fill ``topic`` fast (pipelined produce script calls), keys spread by stable hash."""
     from workers.hashing import queue_for_key
     from workers.scripts import script
@@ -62,8 +79,11 @@ def load_topic(client: redis.Redis, topic: str, queues: int, messages: int,
     for i in range(messages):
         key = f"k{i % key_count}"
         q = queue_for_key(key, queues)
-        produce(keys=[keys.stream(topic, q), keys.sequence(topic, q)],
-                args=[key, body, "{}", 0], client=pipe)
+        produce(
+            keys=[keys.stream(topic, q), keys.sequence(topic, q)],
+            args=[key, body, "{}", 0],
+            client=pipe,
+        )
         if i % 2000 == 1999:
             pipe.execute()
     pipe.execute()
@@ -76,17 +96,35 @@ def committed_total(client: redis.Redis, topic: str, group: str, queues: int) ->
     return sum(int(v or 0) for v in pipe.execute())
 
 
-def time_consumer(redis_url: str, topic: str, group: str, queues: int, total: int,
-                  extra_args: list[str], env: dict[str, str] | None = None,
-                  timeout: float = 300.0) -> tuple[float, int]:
+def time_consumer(
+    redis_url: str,
+    topic: str,
+    group: str,
+    queues: int,
+    total: int,
+    extra_args: list[str],
+    env: dict[str, str] | None = None,
+    timeout: float = 300.0,
+) -> tuple[float, int]:
     """Run ``manage.py consume`` until ``group`` committed ``total`` messages. Returns
     (seconds from the first commit to the last, peak RSS in MB of the consumer)."""
     client = redis.Redis.from_url(redis_url)
     proc_env = dict(os.environ, REDIS_URL=redis_url, PYTHONPATH=str(ROOT), **(env or {}))
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "manage.py"), "consume", "--topic", topic, "--group",
-         group, *extra_args],
-        cwd=ROOT, env=proc_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            str(ROOT / "manage.py"),
+            "consume",
+            "--topic",
+            topic,
+            "--group",
+            group,
+            *extra_args,
+        ],
+        cwd=ROOT,
+        env=proc_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     started = None
     peak_rss = 0
@@ -100,8 +138,11 @@ def time_consumer(redis_url: str, topic: str, group: str, queues: int, total: in
             if done >= total:
                 break
             if proc.poll() is not None:
-                raise RuntimeError(f"consumer exited: {proc.stderr.read().decode()[-2000:]}"
-                                   if proc.stderr else "consumer exited")
+                raise RuntimeError(
+                    f"consumer exited: {proc.stderr.read().decode()[-2000:]}"
+                    if proc.stderr
+                    else "consumer exited"
+                )
             time.sleep(0.02)
         else:
             raise TimeoutError(f"{group} did not finish within {timeout}s")
@@ -129,14 +170,31 @@ class ConsumerProcess:
     """``manage.py consume`` in a subprocess, with its stderr kept in a file (a pipe nobody
     reads would block the consumer once full) and its peak RSS sampled by ``sample``."""
 
-    def __init__(self, redis_url: str, topic: str, group: str, extra_args: list[str],
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        redis_url: str,
+        topic: str,
+        group: str,
+        extra_args: list[str],
+        env: dict[str, str] | None = None,
+    ) -> None:
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by stop/kill)
         proc_env = dict(os.environ, REDIS_URL=redis_url, PYTHONPATH=str(ROOT), **(env or {}))
         self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "manage.py"), "consume", "--topic", topic, "--group",
-             group, *extra_args],
-            cwd=ROOT, env=proc_env, stdout=subprocess.DEVNULL, stderr=self._stderr,
+            [
+                sys.executable,
+                str(ROOT / "manage.py"),
+                "consume",
+                "--topic",
+                topic,
+                "--group",
+                group,
+                *extra_args,
+            ],
+            cwd=ROOT,
+            env=proc_env,
+            stdout=subprocess.DEVNULL,
+            stderr=self._stderr,
         )
         self.peak_rss_mb = 0
 

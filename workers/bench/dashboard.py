@@ -70,8 +70,12 @@ LATENCY_BACKLOG = 400_000  # more than a batch-1 consumer finishes during the me
 TARGETS = {"events_on_off_ratio": 0.95, "push_latency_p95_s": 1.0}
 
 
-def run(messages: int = 200_000, repeats: int = 5, ingest_events: int = 50_000,
-        latency_seconds: float = 20.0) -> dict[str, Any]:
+def run(
+    messages: int = 200_000,
+    repeats: int = 5,
+    ingest_events: int = 50_000,
+    latency_seconds: float = 20.0,
+) -> dict[str, Any]:
     started = time.monotonic()
     result: dict[str, Any] = {"queues": QUEUES, "messages": messages, "repeats": repeats}
     with private_redis() as url:
@@ -80,8 +84,7 @@ def run(messages: int = 200_000, repeats: int = 5, ingest_events: int = 50_000,
         result.update(push_latency(url, latency_seconds))
     result["targets"] = TARGETS
     result["targets_met"] = {
-        "events_on_off_ratio": result["events_on_off_ratio_raw"]
-        >= TARGETS["events_on_off_ratio"],
+        "events_on_off_ratio": result["events_on_off_ratio_raw"] >= TARGETS["events_on_off_ratio"],
         "push_latency_p95_s": result["push_latency_p95_s"] <= TARGETS["push_latency_p95_s"],
     }
     del result["events_on_off_ratio_raw"]
@@ -90,6 +93,7 @@ def run(messages: int = 200_000, repeats: int = 5, ingest_events: int = 50_000,
 
 
 # ---- events on vs off ------------------------------------------------------------------
+
 
 def events_on_off(url: str, messages: int, repeats: int) -> dict[str, Any]:
     client = redis.Redis.from_url(url)
@@ -103,19 +107,30 @@ def events_on_off(url: str, messages: int, repeats: int) -> dict[str, Any]:
             order = ("on", "off") if r % 2 == 0 else ("off", "on")
             for mode in order:
                 extra = ["--no-events"] if mode == "off" else []
-                stats = consume_case(url, "events", f"{case}-{mode}-{r}", QUEUES, messages,
-                                     CHECKED_NOOP, [*args, *extra])
+                stats = consume_case(
+                    url,
+                    "events",
+                    f"{case}-{mode}-{r}",
+                    QUEUES,
+                    messages,
+                    CHECKED_NOOP,
+                    [*args, *extra],
+                )
                 runs[mode].append(stats["rate"])
                 violations += stats["violations"]
         on, off = statistics.median(runs["on"]), statistics.median(runs["off"])
         # Each on run next to its off run: the pairs see the same machine load.
         pairs = [a / b for a, b in zip(runs["on"], runs["off"], strict=True)]
-        cases[case] = {"on_msgs_per_s": round(on), "off_msgs_per_s": round(off),
-                       "ratio": round(on / off, 3), "ratio_raw": on / off,
-                       "median_pair_ratio": round(statistics.median(pairs), 3),
-                       "pair_ratios": [round(x, 3) for x in pairs],
-                       "on_runs": [round(x) for x in runs["on"]],
-                       "off_runs": [round(x) for x in runs["off"]]}
+        cases[case] = {
+            "on_msgs_per_s": round(on),
+            "off_msgs_per_s": round(off),
+            "ratio": round(on / off, 3),
+            "ratio_raw": on / off,
+            "median_pair_ratio": round(statistics.median(pairs), 3),
+            "pair_ratios": [round(x, 3) for x in pairs],
+            "on_runs": [round(x) for x in runs["on"]],
+            "off_runs": [round(x) for x in runs["off"]],
+        }
     primary = cases[PRIMARY_CASE]
     out = {
         "events_on_msgs_per_s": primary["on_msgs_per_s"],
@@ -133,6 +148,7 @@ def events_on_off(url: str, messages: int, repeats: int) -> dict[str, Any]:
 
 # ---- ingest rate -----------------------------------------------------------------------
 
+
 def fill_events(client: redis.Redis, count: int) -> None:
     """``count`` events shaped like the runtime's, in its proportions: mostly coalesced
     commits, some retries, lock changes, key-state snapshots and lag samples."""
@@ -142,25 +158,68 @@ def fill_events(client: redis.Redis, count: int) -> None:
     now_ms = int(time.time() * 1000)
     for i in range(count):
         q, roll = i % QUEUES, rng.random()
-        common: dict[str, Any] = {"topic": "orders", "group": "mailer", "queue": q,
-                                  "consumer": "host@123@abcdef", "token": 3}
+        common: dict[str, Any] = {
+            "topic": "orders",
+            "group": "mailer",
+            "queue": q,
+            "consumer": "host@123@abcdef",
+            "token": 3,
+        }
         if roll < 0.7:
-            event = ev.Event(ev.OFFSET_COMMITTED, now_ms, **common, details={
-                "from_offset": i, "offset": i + 12, "commits": 12})
+            event = ev.Event(
+                ev.OFFSET_COMMITTED,
+                now_ms,
+                **common,
+                details={"from_offset": i, "offset": i + 12, "commits": 12},
+            )
         elif roll < 0.8:
-            event = ev.Event(ev.CONSUME_FAILED, now_ms, key=f"order-{i}", **common, details={
-                "offsets": [i], "reconsume_times": 2, "error": "TimeoutError: upstream",
-                "retry_in_ms": 4000})
+            event = ev.Event(
+                ev.CONSUME_FAILED,
+                now_ms,
+                key=f"order-{i}",
+                **common,
+                details={
+                    "offsets": [i],
+                    "reconsume_times": 2,
+                    "error": "TimeoutError: upstream",
+                    "retry_in_ms": 4000,
+                },
+            )
         elif roll < 0.85:
             event = ev.Event(ev.LOCK_ACQUIRED, now_ms, **common, details={"expires_in_ms": 60000})
         elif roll < 0.95:
-            event = ev.Event(ev.KEY_STATE, now_ms, **common, details={
-                "low_water": i, "highest_completed": i + 40, "in_flight": 37,
-                "blocked_keys": [{"key": f"order-{k}", "offset": i + k, "retries": 3,
-                                  "waiting": 4, "error": "boom"} for k in range(5)]})
+            event = ev.Event(
+                ev.KEY_STATE,
+                now_ms,
+                **common,
+                details={
+                    "low_water": i,
+                    "highest_completed": i + 40,
+                    "in_flight": 37,
+                    "blocked_keys": [
+                        {
+                            "key": f"order-{k}",
+                            "offset": i + k,
+                            "retries": 3,
+                            "waiting": 4,
+                            "error": "boom",
+                        }
+                        for k in range(5)
+                    ],
+                },
+            )
         else:
-            event = ev.Event(ev.LAG_SAMPLED, now_ms, **common, details={
-                "max_offset": i + 100, "committed_offset": i, "lag": 100, "time_lag_s": 1.5})
+            event = ev.Event(
+                ev.LAG_SAMPLED,
+                now_ms,
+                **common,
+                details={
+                    "max_offset": i + 100,
+                    "committed_offset": i,
+                    "lag": 100,
+                    "time_lag_s": 1.5,
+                },
+            )
         pipe.xadd(keys.EVENTS, event.fields())
         if i % 2000 == 1999:
             pipe.execute()
@@ -173,9 +232,14 @@ def ingest_rate(url: str, count: int) -> dict[str, Any]:
     client.close()
     with _workdir() as tmp:
         env = _django_env(url, tmp)
-        done = subprocess.run([sys.executable, "-m", "workers.bench.dashboard", "ingest",
-                               str(count)], cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=600)
+        done = subprocess.run(
+            [sys.executable, "-m", "workers.bench.dashboard", "ingest", str(count)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     if done.returncode != 0:
         raise RuntimeError(f"ingest benchmark failed:\n{done.stderr[-3000:]}")
     measured = json.loads(done.stdout.strip().splitlines()[-1])
@@ -208,6 +272,7 @@ def _ingest_main(total: int) -> None:
 
 
 # ---- push latency ----------------------------------------------------------------------
+
 
 def push_latency(url: str, seconds: float) -> dict[str, Any]:
     client = redis.Redis.from_url(url)
@@ -244,12 +309,14 @@ def push_latency(url: str, seconds: float) -> dict[str, Any]:
     }
 
 
-async def _watch(port: int, cookie: str, client: redis.Redis, topic: str, queue: int,
-                 seconds: float) -> dict[str, Any]:
+async def _watch(
+    port: int, cookie: str, client: redis.Redis, topic: str, queue: int, seconds: float
+) -> dict[str, Any]:
     """Append markers while a socket client watches the queue; when did each show up?"""
     origin = f"http://127.0.0.1:{port}"
-    ws = await WebSocket.connect(f"ws://127.0.0.1:{port}/ws/queues/{topic}/{queue}/",
-                                 {"Cookie": cookie, "Origin": origin})
+    ws = await WebSocket.connect(
+        f"ws://127.0.0.1:{port}/ws/queues/{topic}/{queue}/", {"Cookie": cookie, "Origin": origin}
+    )
     first = json.loads(await ws.recv_text())
     if first.get("seq") != 0:
         raise RuntimeError(f"expected the seq-0 snapshot, got {first}")
@@ -274,8 +341,12 @@ async def _watch(port: int, cookie: str, client: redis.Redis, topic: str, queue:
     while time.monotonic() < deadline:
         marker = f"bench-marker-{n}"
         emitted[marker] = time.monotonic()
-        client.xadd(keys.EVENTS, ev.Event("bench_marker", int(time.time() * 1000), topic,
-                                          "bench", queue, marker).fields())
+        client.xadd(
+            keys.EVENTS,
+            ev.Event(
+                "bench_marker", int(time.time() * 1000), topic, "bench", queue, marker
+            ).fields(),
+        )
         n += 1
         await asyncio.sleep(rng.uniform(*MARKER_GAP_S))
     await asyncio.sleep(MARKER_TIMEOUT_S)
@@ -284,8 +355,12 @@ async def _watch(port: int, cookie: str, client: redis.Redis, topic: str, queue:
     if reader.done() and not reader.cancelled() and reader.exception():
         raise RuntimeError("socket reader failed") from reader.exception()
     gaps = sum(1 for a, b in itertools.pairwise(seqs) if b != a + 1)
-    return {"latencies": [seen[m] - emitted[m] for m in seen],
-            "missed": len(emitted) - len(seen), "gaps": gaps, "updates": len(seqs)}
+    return {
+        "latencies": [seen[m] - emitted[m] for m in seen],
+        "missed": len(emitted) - len(seen),
+        "gaps": gaps,
+        "updates": len(seqs),
+    }
 
 
 def login(base: str, user: str, password: str) -> str:
@@ -297,10 +372,12 @@ def login(base: str, user: str, password: str) -> str:
     found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
     if found is None:
         raise RuntimeError("no CSRF token on the login form")
-    data = urllib.parse.urlencode({"username": user, "password": password,
-                                   "csrfmiddlewaretoken": found[1]}).encode()
-    request = urllib.request.Request(f"{base}/login/", data=data,
-                                     headers={"Referer": f"{base}/login/"})
+    data = urllib.parse.urlencode(
+        {"username": user, "password": password, "csrfmiddlewaretoken": found[1]}
+    ).encode()
+    request = urllib.request.Request(
+        f"{base}/login/", data=data, headers={"Referer": f"{base}/login/"}
+    )
     with opener.open(request, timeout=10):
         pass
     session = [c.value for c in jar if c.name == "sessionid"]
@@ -309,8 +386,9 @@ def login(base: str, user: str, password: str) -> str:
     return f"sessionid={session[0]}"
 
 
-def _wait_for_progress(client: redis.Redis, consumer: ConsumerProcess,
-                       timeout: float = 30.0) -> None:
+def _wait_for_progress(
+    client: redis.Redis, consumer: ConsumerProcess, timeout: float = 30.0
+) -> None:
     deadline = time.monotonic() + timeout
     while committed_total(client, "latency", "bench", QUEUES) < 1000:
         consumer.sample()
@@ -329,6 +407,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 # ---- processes -------------------------------------------------------------------------
 
+
 @contextmanager
 def _workdir() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="lockstep-bench-dash-"))
@@ -339,11 +418,18 @@ def _workdir() -> Iterator[Path]:
 
 
 def _django_env(url: str, tmp: Path, **extra: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT),
-            "DJANGO_SETTINGS_MODULE": "dashboard.settings", "REDIS_URL": url,
-            "CHANNELS_REDIS_URL": url, "CELERY_BROKER_URL": url,
-            "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}", "LOG_LEVEL": "WARNING",
-            "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost", **extra}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "REDIS_URL": url,
+        "CHANNELS_REDIS_URL": url,
+        "CELERY_BROKER_URL": url,
+        "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}",
+        "LOG_LEVEL": "WARNING",
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        **extra,
+    }
 
 
 @contextmanager
@@ -351,16 +437,40 @@ def _web_side(url: str, tmp: Path, user: str, password: str) -> Iterator[int]:
     """Migrated database, demo user, daphne and the ingester; yields daphne's port."""
     env = _django_env(url, tmp, DEMO_ADMIN_USER=user, DEMO_ADMIN_PASSWORD=password)
     for args in (["migrate", "--noinput"], ["bootstrap_demo"]):
-        subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True,
-                       capture_output=True, timeout=120)
+        subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
     port = _free_port()
     logs = open(tmp / "web.log", "wb")  # noqa: SIM115 (closed below)
     procs = [
-        subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                          "dashboard.asgi:application"], cwd=ROOT, env=env, stdout=logs,
-                         stderr=subprocess.STDOUT),
-        subprocess.Popen([sys.executable, "manage.py", "ingest_events"], cwd=ROOT, env=env,
-                         stdout=logs, stderr=subprocess.STDOUT),
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "dashboard.asgi:application",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=logs,
+            stderr=subprocess.STDOUT,
+        ),
+        subprocess.Popen(
+            [sys.executable, "manage.py", "ingest_events"],
+            cwd=ROOT,
+            env=env,
+            stdout=logs,
+            stderr=subprocess.STDOUT,
+        ),
     ]
     try:
         _wait_for_http(f"http://127.0.0.1:{port}/login/", procs[0])

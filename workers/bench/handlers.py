@@ -100,9 +100,13 @@ class _Stats:
                 self.published = now
                 self.final = self.final or done
                 snapshot = {
-                    "count": self.count, "violations": self.violations,
-                    "duplicates": self.duplicates, "first_t": self.first_t,
-                    "first_n": self.first_n, "last_t": self.last_t, "final": int(self.final),
+                    "count": self.count,
+                    "violations": self.violations,
+                    "duplicates": self.duplicates,
+                    "first_t": self.first_t,
+                    "first_n": self.first_n,
+                    "last_t": self.last_t,
+                    "final": int(self.final),
                 }
         if snapshot is not None:
             _redis().hset(self.key, mapping=snapshot)
@@ -154,8 +158,9 @@ def _record_script() -> Script:
     if not _record:
         with _client_lock:
             if not _record:
-                _record.append(redis.Redis.from_url(os.environ["REDIS_URL"])
-                               .register_script(_RECORD_LUA))
+                _record.append(
+                    redis.Redis.from_url(os.environ["REDIS_URL"]).register_script(_RECORD_LUA)
+                )
     return _record[0]
 
 
@@ -163,8 +168,11 @@ def recorded_sleep10(messages: Sequence[Message], ctx: ConsumeContext) -> Consum
     record = _record_script()
     slow_key = os.environ.get("LOCKSTEP_BENCH_SLOW_KEY", "")
     slow_s = float(os.environ.get("LOCKSTEP_BENCH_SLOW_S", "0") or 0)
-    keys = [handled_key(ctx.topic, ctx.group), key_max_key(ctx.topic, ctx.group),
-            stats_key(ctx.topic, ctx.group)]
+    keys = [
+        handled_key(ctx.topic, ctx.group),
+        key_max_key(ctx.topic, ctx.group),
+        stats_key(ctx.topic, ctx.group),
+    ]
     for m in messages:
         if slow_s and m.key == slow_key and not _slow_done.is_set():
             _slow_done.set()

@@ -23,8 +23,14 @@ def run(messages: int = 20_000, repeats: int = 3) -> dict[str, Any]:
             for r in range(repeats):
                 topic = f"bench-b{batch}-{r}"
                 load_topic(client, topic, 8, messages, key_count=1000)
-                seconds, rss = time_consumer(url, topic, "bench", 8, messages,
-                                             ["--handler", HANDLER, "--batch-size", str(batch)])
+                seconds, rss = time_consumer(
+                    url,
+                    topic,
+                    "bench",
+                    8,
+                    messages,
+                    ["--handler", HANDLER, "--batch-size", str(batch)],
+                )
                 rates.append(messages / seconds)
             result[f"noop_batch{batch}_msgs_per_s"] = round(statistics.median(rates))
             result[f"noop_batch{batch}_runs"] = [round(x) for x in rates]

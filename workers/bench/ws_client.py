@@ -38,19 +38,25 @@ class WebSocket:
         self._writer = writer
 
     @classmethod
-    async def connect(cls, url: str, headers: dict[str, str] | None = None,
-                      timeout: float = 10.0) -> WebSocket:
+    async def connect(
+        cls, url: str, headers: dict[str, str] | None = None, timeout: float = 10.0
+    ) -> WebSocket:
         parts = urlsplit(url)
         if parts.scheme != "ws" or not parts.hostname:
             raise ValueError(f"only ws:// URLs are supported, got {url!r}")
         port = parts.port or 80
         reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(parts.hostname, port), timeout)
+            asyncio.open_connection(parts.hostname, port), timeout
+        )
         key = base64.b64encode(os.urandom(16)).decode()
-        lines = [f"GET {parts.path or '/'}{'?' + parts.query if parts.query else ''} HTTP/1.1",
-                 f"Host: {parts.hostname}:{port}", "Upgrade: websocket",
-                 "Connection: Upgrade", f"Sec-WebSocket-Key: {key}",
-                 "Sec-WebSocket-Version: 13"]
+        lines = [
+            f"GET {parts.path or '/'}{'?' + parts.query if parts.query else ''} HTTP/1.1",
+            f"Host: {parts.hostname}:{port}",
+            "Upgrade: websocket",
+            "Connection: Upgrade",
+            f"Sec-WebSocket-Key: {key}",
+            "Sec-WebSocket-Version: 13",
+        ]
         lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
         writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
         await writer.drain()
@@ -59,8 +65,10 @@ class WebSocket:
         if " 101 " not in f"{status} ":
             writer.close()
             raise HandshakeError(status)
-        received = {k.strip().lower(): v.strip() for k, _, v in
-                    (h.partition(":") for h in header_lines if h)}
+        received = {
+            k.strip().lower(): v.strip()
+            for k, _, v in (h.partition(":") for h in header_lines if h)
+        }
         expected = base64.b64encode(hashlib.sha1((key + _GUID).encode()).digest()).decode()
         if received.get("sec-websocket-accept") != expected:
             writer.close()
@@ -125,6 +133,7 @@ class WebSocket:
 
 
 def _masked(payload: bytes, mask: bytes) -> bytes:
-    repeated = (mask * (len(payload) // 4 + 1))[:len(payload)]
+    repeated = (mask * (len(payload) // 4 + 1))[: len(payload)]
     return (int.from_bytes(payload, "big") ^ int.from_bytes(repeated, "big")).to_bytes(
-        len(payload), "big")
+        len(payload), "big"
+    )

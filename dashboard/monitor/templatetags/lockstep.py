@@ -46,7 +46,7 @@ def ms_as_seconds(value: Any) -> str:
 def safe_json(value: Any, limit: int = 300) -> str:
     """Compact JSON of an event's details, cut at ``limit`` characters (autoescaped)."""
     text = json.dumps(value, separators=(",", ":"), default=str, sort_keys=True)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @register.filter

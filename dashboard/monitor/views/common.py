@@ -48,8 +48,9 @@ def api_view(build: Build[P]) -> Callable[Concatenate[HttpRequest, P], JsonRespo
     return view
 
 
-def page_view(template: str, build: Build[P], **extra: Any) -> Callable[
-        Concatenate[HttpRequest, P], HttpResponse]:
+def page_view(
+    template: str, build: Build[P], **extra: Any
+) -> Callable[Concatenate[HttpRequest, P], HttpResponse]:
     """A login-required page rendering ``build``'s data as ``data`` (plus ``extra`` as is);
     errors render the error page with their status."""
 
@@ -68,14 +69,22 @@ def page_view(template: str, build: Build[P], **extra: Any) -> Callable[
 
 
 def _error(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:
-    return render(request, "monitor/error.html", {"title": title, "message": message},
-                  status=status)
+    return render(
+        request, "monitor/error.html", {"title": title, "message": message}, status=status
+    )
 
 
 # ---- parameters ------------------------------------------------------------------------
 
-def int_param(value: str | None, name: str, *, default: int | None = None,
-              minimum: int = 0, maximum: int | None = None) -> int | None:
+
+def int_param(
+    value: str | None,
+    name: str,
+    *,
+    default: int | None = None,
+    minimum: int = 0,
+    maximum: int | None = None,
+) -> int | None:
     """``value`` as an int within bounds; ``default`` when absent or empty."""
     if value is None or value.strip() == "":
         return default

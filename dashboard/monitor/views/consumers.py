@@ -27,19 +27,34 @@ def build_consumers(request: HttpRequest) -> dict[str, Any]:
 
 def _consumer(card: dict[str, Any]) -> dict[str, Any]:
     return {
-        "id": card["id"], "host": card.get("host", ""), "pid": card.get("pid"),
+        "id": card["id"],
+        "host": card.get("host", ""),
+        "pid": card.get("pid"),
         "started_at_ms": int(float(card.get("started_at", 0)) * 1000),
         "heartbeat_age_s": card["heartbeat_age_s"],
-        "subscriptions": [{
-            "topic": sub.get("topic", ""), "group": sub.get("group", ""),
-            "model": sub.get("model", ""), "ordering": sub.get("ordering", ""),
-            "lanes": sub.get("lanes", 0), "assigned": sub.get("assigned", []),
-            "held": [{"queue": int(q), "state": view.get("state", ""),
-                      "token": view.get("token"), "retries": view.get("retries", 0),
-                      "last_error": view.get("last_error", "")}
-                     for q, view in sorted((sub.get("queues") or {}).items(),
-                                           key=lambda item: int(item[0]))],
-        } for sub in card.get("subscriptions", [])],
+        "subscriptions": [
+            {
+                "topic": sub.get("topic", ""),
+                "group": sub.get("group", ""),
+                "model": sub.get("model", ""),
+                "ordering": sub.get("ordering", ""),
+                "lanes": sub.get("lanes", 0),
+                "assigned": sub.get("assigned", []),
+                "held": [
+                    {
+                        "queue": int(q),
+                        "state": view.get("state", ""),
+                        "token": view.get("token"),
+                        "retries": view.get("retries", 0),
+                        "last_error": view.get("last_error", ""),
+                    }
+                    for q, view in sorted(
+                        (sub.get("queues") or {}).items(), key=lambda item: int(item[0])
+                    )
+                ],
+            }
+            for sub in card.get("subscriptions", [])
+        ],
     }
 
 

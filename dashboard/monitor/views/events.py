@@ -22,17 +22,20 @@ TYPE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 def feed_filter(params: QueryDict) -> queries.FeedFilter:
     """The feed's filters from query parameters; ``BadParameter`` on a bad value."""
-    types = tuple(t for t in text_param(params.get("type"), "type", max_length=400)
-                  .replace(" ", "").split(",") if t)
+    types = tuple(
+        t
+        for t in text_param(params.get("type"), "type", max_length=400).replace(" ", "").split(",")
+        if t
+    )
     bad = [t for t in types if not TYPE_NAME.match(t)]
     if bad:
         raise BadParameter(f"type {bad[0]!r} is not an event type name")
     after = text_param(params.get("after"), "after", max_length=42)
     if after and not queries.STREAM_ID.match(after):
-        raise BadParameter(f"after must be an event stream ID like 1795257513451-0, "
-                           f"got {after!r}")
-    limit = int_param(params.get("limit"), "limit", default=DEFAULT_LIMIT, minimum=1,
-                      maximum=MAX_LIMIT)
+        raise BadParameter(f"after must be an event stream ID like 1795257513451-0, got {after!r}")
+    limit = int_param(
+        params.get("limit"), "limit", default=DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT
+    )
     return queries.FeedFilter(
         topic=text_param(params.get("topic"), "topic", max_length=128),
         group=text_param(params.get("group"), "group", max_length=128),
@@ -55,8 +58,14 @@ def build_events(request: HttpRequest) -> dict[str, Any]:
         "last_id": events[-1]["id"] if events else f.after,
         "has_more": page.has_more,
         "cursor_found": page.cursor_found,
-        "filters": {"topic": f.topic, "group": f.group, "queue": f.queue,
-                    "type": ",".join(f.types), "key": f.key, "limit": f.limit},
+        "filters": {
+            "topic": f.topic,
+            "group": f.group,
+            "queue": f.queue,
+            "type": ",".join(f.types),
+            "key": f.key,
+            "limit": f.limit,
+        },
         "types": sorted(queries.EVENT_TYPES),
     }
 

@@ -17,10 +17,25 @@ from workers.inspect import consumers, topic_state
 
 # The per-queue fields of ``workers.inspect.topic_state`` the group view passes on.
 QUEUE_FIELDS = (
-    "owner", "token", "lock_age_ms", "lock_expires_in_ms", "lock_granted_at_ms",
-    "committed_offset", "completed_above", "parked", "lag", "time_lag_s", "state",
-    "retries", "last_error", "low_water", "highest_completed", "in_flight", "flow_paused",
-    "blocked_count", "parked_count",
+    "owner",
+    "token",
+    "lock_age_ms",
+    "lock_expires_in_ms",
+    "lock_granted_at_ms",
+    "committed_offset",
+    "completed_above",
+    "parked",
+    "lag",
+    "time_lag_s",
+    "state",
+    "retries",
+    "last_error",
+    "low_water",
+    "highest_completed",
+    "in_flight",
+    "flow_paused",
+    "blocked_count",
+    "parked_count",
 )
 
 
@@ -34,11 +49,16 @@ def build_group(request: HttpRequest, topic: str, group: str) -> dict[str, Any]:
     members = _members(client, topic, group)
     dead = _dead_letters(client, topic, group, state["queue_count"])
     queues = [_queue_row(q, group, dead[q["queue"]]) for q in state["queues"]]
-    blocked = [{"queue": row["queue"], **b, "since_ms": int(float(b.get("since", 0)) * 1000)}
-               for row in queues for b in row.pop("blocked_keys", [])]
+    blocked = [
+        {"queue": row["queue"], **b, "since_ms": int(float(b.get("since", 0)) * 1000)}
+        for row in queues
+        for b in row.pop("blocked_keys", [])
+    ]
     parked = _parked_keys(client, topic, group, state["queue_count"])
     return {
-        "topic": topic, "group": group, "generated_at_ms": state["generated_at_ms"],
+        "topic": topic,
+        "group": group,
+        "generated_at_ms": state["generated_at_ms"],
         "queue_count": state["queue_count"],
         "ordering": members[0]["ordering"] if members else None,
         "consumers": members,
@@ -73,10 +93,17 @@ def _members(client: redis.Redis, topic: str, group: str) -> list[dict[str, Any]
     for card in consumers(client):
         for sub in card.get("subscriptions", []):
             if sub.get("topic") == topic and sub.get("group") == group:
-                out.append({"id": card["id"], "host": card.get("host", ""),
-                            "pid": card.get("pid"), "ordering": sub.get("ordering", "queue"),
-                            "lanes": sub.get("lanes", 0), "assigned": sub.get("assigned", []),
-                            "heartbeat_age_s": card["heartbeat_age_s"]})
+                out.append(
+                    {
+                        "id": card["id"],
+                        "host": card.get("host", ""),
+                        "pid": card.get("pid"),
+                        "ordering": sub.get("ordering", "queue"),
+                        "lanes": sub.get("lanes", 0),
+                        "assigned": sub.get("assigned", []),
+                        "heartbeat_age_s": card["heartbeat_age_s"],
+                    }
+                )
     return out
 
 
@@ -87,19 +114,29 @@ def _dead_letters(client: redis.Redis, topic: str, group: str, count: int) -> di
     return {q: int(n) for q, n in enumerate(pipe.execute())}
 
 
-def _parked_keys(client: redis.Redis, topic: str, group: str,
-                 count: int) -> list[dict[str, Any]]:
+def _parked_keys(client: redis.Redis, topic: str, group: str, count: int) -> list[dict[str, Any]]:
     """Held keys (``after_dlq = hold``) with their state and how many messages wait."""
     broker = Broker(client)
-    held = [(q, key, hold) for q in range(count)
-            for key, hold in broker.parked_keys(topic, group, q).items()]
+    held = [
+        (q, key, hold)
+        for q in range(count)
+        for key, hold in broker.parked_keys(topic, group, q).items()
+    ]
     pipe = client.pipeline(transaction=False)
     for q, key, _ in held:
         pipe.zcard(keys.parked_messages(topic, q, group, key))
-    return [{"queue": q, "key": key, "state": hold.get("state", "held"),
-             "offset": hold.get("offset"), "dlq_id": hold.get("dlq_id"),
-             "since_ms": hold.get("since"), "messages": int(n)}
-            for (q, key, hold), n in zip(held, pipe.execute() if held else [], strict=True)]
+    return [
+        {
+            "queue": q,
+            "key": key,
+            "state": hold.get("state", "held"),
+            "offset": hold.get("offset"),
+            "dlq_id": hold.get("dlq_id"),
+            "since_ms": hold.get("since"),
+            "messages": int(n),
+        }
+        for (q, key, hold), n in zip(held, pipe.execute() if held else [], strict=True)
+    ]
 
 
 group_page = page_view("monitor/group.html", build_group)

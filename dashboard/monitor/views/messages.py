@@ -32,8 +32,9 @@ def build_messages(request: HttpRequest) -> dict[str, Any]:
     key = text_param(params.get("key"), "key")
     queue = int_param(params.get("queue"), "queue")
     offset = int_param(params.get("offset"), "offset")
-    limit = int_param(params.get("limit"), "limit", default=50, minimum=1,
-                      maximum=MAX_MESSAGES) or 50
+    limit = (
+        int_param(params.get("limit"), "limit", default=50, minimum=1, maximum=MAX_MESSAGES) or 50
+    )
     if not topic:
         raise BadParameter("topic is required")
     if key and (queue is not None or offset is not None):

@@ -28,8 +28,13 @@ def build_queue(request: HttpRequest, topic: str, queue: str) -> dict[str, Any]:
     ``events`` and ``problems``; see README "Dashboard pages and JSON API"."""
     client = get_redis()
     q = queue_param(client, topic, queue)
-    minutes = int_param(request.GET.get("minutes"), "minutes", default=DEFAULT_MINUTES,
-                        minimum=1, maximum=MAX_MINUTES)
+    minutes = int_param(
+        request.GET.get("minutes"),
+        "minutes",
+        default=DEFAULT_MINUTES,
+        minimum=1,
+        maximum=MAX_MINUTES,
+    )
     assert minutes is not None
     state = queue_state(client, topic, q)
     since = state["generated_at_ms"] - minutes * 60_000
@@ -54,17 +59,33 @@ def problems(client: redis.Redis, state: dict[str, Any]) -> list[dict[str, Any]]
     out = []
     for g in state["groups"]:
         if "blocked_keys" in g:
-            out += [{"group": g["group"], "kind": "blocked", "key": b.get("key", ""),
-                     "offset": b.get("offset"), "retries": b.get("retries", 0),
-                     "waiting": b.get("waiting", 0), "error": b.get("error", ""),
-                     "since_ms": int(float(b.get("since", 0)) * 1000)}
-                    for b in g["blocked_keys"]]
+            out += [
+                {
+                    "group": g["group"],
+                    "kind": "blocked",
+                    "key": b.get("key", ""),
+                    "offset": b.get("offset"),
+                    "retries": b.get("retries", 0),
+                    "waiting": b.get("waiting", 0),
+                    "error": b.get("error", ""),
+                    "since_ms": int(float(b.get("since", 0)) * 1000),
+                }
+                for b in g["blocked_keys"]
+            ]
         elif g.get("retries", 0) > 0:
             offset = g["committed_offset"]
-            out.append({"group": g["group"], "kind": "retrying",
-                        "key": _key_at(client, state["topic"], state["queue"], offset),
-                        "offset": offset, "retries": g["retries"], "waiting": None,
-                        "error": g.get("last_error", ""), "since_ms": None})
+            out.append(
+                {
+                    "group": g["group"],
+                    "kind": "retrying",
+                    "key": _key_at(client, state["topic"], state["queue"], offset),
+                    "offset": offset,
+                    "retries": g["retries"],
+                    "waiting": None,
+                    "error": g.get("last_error", ""),
+                    "since_ms": None,
+                }
+            )
     return out
 
 

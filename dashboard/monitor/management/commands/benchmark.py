@@ -12,13 +12,21 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", choices=BENCHMARKS)
         parser.add_argument("--json", action="store_true", help="print one JSON object")
-        parser.add_argument("--messages", type=int, default=None,
-                            help="runtime: messages per run (20,000); ordering: messages "
-                                 "of the no-op cases (60,000); dashboard: messages per "
-                                 "events on/off run (200,000)")
-        parser.add_argument("--repeats", type=int, default=None,
-                            help="runs per case, medians reported (runtime 3, ordering 5, "
-                                 "dashboard 5 of each of on and off)")
+        parser.add_argument(
+            "--messages",
+            type=int,
+            default=None,
+            help="runtime: messages per run (20,000); ordering: messages "
+            "of the no-op cases (60,000); dashboard: messages per "
+            "events on/off run (200,000)",
+        )
+        parser.add_argument(
+            "--repeats",
+            type=int,
+            default=None,
+            help="runs per case, medians reported (runtime 3, ordering 5, "
+            "dashboard 5 of each of on and off)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         messages = options["messages"]

@@ -27,8 +27,9 @@ class Command(BaseCommand):
             signal.signal(sig, lambda *_: stop.set())
         _wait_for_redis(stop)
         create_topic(get_redis(), options["topic"], options["queues"])
-        Topic.objects.update_or_create(name=options["topic"],
-                                       defaults={"queues": options["queues"]})
+        Topic.objects.update_or_create(
+            name=options["topic"], defaults={"queues": options["queues"]}
+        )
         self.stdout.write(f"demo producer: {options['rate']:.0f} msg/s to {options['topic']}")
         self.stdout.flush()
         sent = run_demo_producer(settings.REDIS_URL, options["topic"], options["rate"], stop)

@@ -16,15 +16,22 @@ class Command(BaseCommand):
     help = "Ingest runtime events from Redis into the database and push live updates."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--batch", type=int, default=1000,
-                            help="most events stored per transaction (default 1000)")
+        parser.add_argument(
+            "--batch",
+            type=int,
+            default=1000,
+            help="most events stored per transaction (default 1000)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
-        ingester = Ingester(get_redis(), batch=max(1, options["batch"]),
-                            push_interval=settings.LOCKSTEP_PUSH_INTERVAL)
+        ingester = Ingester(
+            get_redis(),
+            batch=max(1, options["batch"]),
+            push_interval=settings.LOCKSTEP_PUSH_INTERVAL,
+        )
         self.stdout.write("ingesting events")
         self.stdout.flush()
         ingester.run_forever(stop)

@@ -9,14 +9,21 @@ from dashboard.reports.runner import DEFAULT_SINCE_HOURS, run_analytics
 
 
 class Command(BaseCommand):
-    help = ("Export the last hours of events, run the Spark lag analytics on them and store "
-            "the per-queue summary shown at /analytics/.")
+    help = (
+        "Export the last hours of events, run the Spark lag analytics on them and store "
+        "the per-queue summary shown at /analytics/."
+    )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument("--master", default=None,
-                            help="Spark master URL (default: settings.SPARK_MASTER)")
-        parser.add_argument("--since-hours", type=float, default=DEFAULT_SINCE_HOURS,
-                            help="analyse events of this many hours before now (default 24)")
+        parser.add_argument(
+            "--master", default=None, help="Spark master URL (default: settings.SPARK_MASTER)"
+        )
+        parser.add_argument(
+            "--since-hours",
+            type=float,
+            default=DEFAULT_SINCE_HOURS,
+            help="analyse events of this many hours before now (default 24)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         since_hours = options["since_hours"]
