@@ -134,7 +134,7 @@ try:
     LOCKSTEP_SUBSCRIPTIONS = subscriptions_from_json(
         env_str(
             "LOCKSTEP_SUBSCRIPTIONS",
-            '[{"topic": "orders", "group": "mailer", "handler": "workers.demo.handle_order"}]',
+            '[{"topic": "orders", "group": "mailer", "handler": "dashboard.demo.handle_order"}]',
         )
     )
 except ConfigurationError as exc:

@@ -2,7 +2,7 @@
 
 Runs anywhere there is a Redis: it never imports Django models. Public interface::
 
-    from workers import Producer, ConsumeStatus, Message, ConsumeContext, Subscription
+    from workers import Producer, ConsumeStatus, Message, ConsumeContext, Subscription, QueueRef
 
 """
 
@@ -17,6 +17,7 @@ from workers.errors import (
 )
 from workers.message import ConsumeContext, ConsumeStatus, Message
 from workers.producer import Producer, SendResult
+from workers.refs import QueueRef
 from workers.topics import create_topic
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "Message",
     "Model",
     "Producer",
+    "QueueRef",
     "SendResult",
     "Subscription",
     "Timings",

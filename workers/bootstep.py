@@ -2,15 +2,19 @@
 
 It starts in the worker's main process after the pool (so pool children never inherit
 the consumer threads) and stops before the worker exits, so each queue finishes its
-message in progress, commits, and is unlocked. Subscriptions come from the Django setting
-``LOCKSTEP_SUBSCRIPTIONS`` when Django is configured, else from the environment variable
-of the same name (JSON). An empty list runs none.
+message in progress, commits, and is unlocked.
+
+Configuration is handed in, never imported: ``LockstepConsumers`` reads the environment
+(``LOCKSTEP_SUBSCRIPTIONS`` as JSON, ``REDIS_URL``); ``configured_step``
+makes a step that asks the given callables instead (a Django project passes its
+settings, see ``dashboard/celery.py``). An empty subscription list runs none.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from celery import bootsteps
@@ -21,18 +25,6 @@ from workers.consumer import Consumer
 log = logging.getLogger(__name__)
 
 
-def configured_subscriptions() -> list[Subscription]:
-    try:
-        from django.conf import settings
-
-        subs = getattr(settings, "LOCKSTEP_SUBSCRIPTIONS", None)
-        if subs is not None:
-            return list(subs)
-    except ImportError:
-        pass
-    return subscriptions_from_json(os.environ.get("LOCKSTEP_SUBSCRIPTIONS", "[]"))
-
-
 class LockstepConsumers(bootsteps.StartStopStep):
     requires = ("celery.worker.components:Pool",)
 
@@ -40,12 +32,19 @@ class LockstepConsumers(bootsteps.StartStopStep):
         super().__init__(parent, **kwargs)
         self.consumer: Consumer | None = None
 
+    def subscriptions(self) -> list[Subscription]:
+        """What to consume; read when the worker starts."""
+        return subscriptions_from_json(os.environ.get("LOCKSTEP_SUBSCRIPTIONS", "[]"))
+
+    def redis_url(self) -> str:
+        return redis_url()
+
     def start(self, parent: Any) -> None:
-        subs = configured_subscriptions()
+        subs = self.subscriptions()
         if not subs:
             log.info("lockstep: no subscriptions configured")
             return
-        self.consumer = Consumer(redis_url(), subs)
+        self.consumer = Consumer(self.redis_url(), subs)
         self.consumer.start()
         log.info(
             "lockstep: consumer %s started %d subscription(s)",
@@ -61,3 +60,20 @@ class LockstepConsumers(bootsteps.StartStopStep):
 
     def shutdown(self, parent: Any) -> None:
         self.stop(parent)
+
+
+def configured_step(
+    subscriptions: Callable[[], Sequence[Subscription]],
+    url: Callable[[], str] = redis_url,
+) -> type[LockstepConsumers]:
+    """A ``LockstepConsumers`` step that takes its subscriptions and Redis URL from the
+    callables, called when the worker starts (so settings may load lazily)."""
+
+    class ConfiguredLockstepConsumers(LockstepConsumers):
+        def subscriptions(self) -> list[Subscription]:
+            return list(subscriptions())
+
+        def redis_url(self) -> str:
+            return url()
+
+    return ConfiguredLockstepConsumers

@@ -14,6 +14,7 @@ import redis
 from workers import keys
 from workers.message import Message
 from workers.redis_types import as_bytes, entries, xread_entries
+from workers.refs import QueueRef
 from workers.scripts import script
 
 
@@ -25,7 +26,7 @@ class CommitOutcome(IntEnum):
 
 @dataclass(frozen=True)
 class Grant:
-    queue: int
+    ref: QueueRef
     token: int  # 0: refused
     new: bool  # a new grant (new token) rather than a renewal
 
@@ -50,6 +51,9 @@ class StoredOffset:
 
 
 class Broker:
+    """The runtime's writes to (and hot-path reads from) the Redis layout of
+    docs/redis-layout.md. Methods that address one queue take ``(ref, group, ...)``."""
+
     def __init__(self, client: redis.Redis) -> None:
         self.client = client
         self._lock = script(client, "lock")
@@ -63,9 +67,8 @@ class Broker:
     # -- locks -------------------------------------------------------------------------
     def lock_batch(
         self,
-        topic: str,
+        refs: Sequence[QueueRef],
         group: str,
-        queues: Sequence[int],
         owner: str,
         ttl_s: float,
         *,
@@ -75,22 +78,24 @@ class Broker:
         One script call per queue keeps every call within one cluster slot.
         ``renew_only`` refuses (token 0) any queue ``owner`` does not hold live right now,
         instead of granting it afresh."""
-        if not queues:
+        if not refs:
             return []
         pipe = self.client.pipeline(transaction=False)
         ttl_ms = max(1, int(ttl_s * 1000))
         mode = "1" if renew_only else "0"
-        for q in queues:
-            self._lock(keys=[keys.lock(topic, q, group)], args=[owner, ttl_ms, mode], client=pipe)
+        for ref in refs:
+            self._lock(keys=[keys.lock(ref, group)], args=[owner, ttl_ms, mode], client=pipe)
         replies = pipe.execute()
-        return [Grant(q, int(r[0]), bool(int(r[1]))) for q, r in zip(queues, replies, strict=True)]
+        return [
+            Grant(ref, int(r[0]), bool(int(r[1]))) for ref, r in zip(refs, replies, strict=True)
+        ]
 
-    def unlock(self, topic: str, group: str, queue: int, owner: str, token: int) -> bool:
-        return bool(self._unlock(keys=[keys.lock(topic, queue, group)], args=[owner, token]))
+    def unlock(self, ref: QueueRef, group: str, owner: str, token: int) -> bool:
+        return bool(self._unlock(keys=[keys.lock(ref, group)], args=[owner, token]))
 
     # -- offsets -----------------------------------------------------------------------
-    def read_offset(self, topic: str, group: str, queue: int) -> StoredOffset:
-        raw = self.client.hgetall(keys.offset(topic, queue, group))
+    def read_offset(self, ref: QueueRef, group: str) -> StoredOffset:
+        raw = self.client.hgetall(keys.offset(ref, group))
         return StoredOffset(
             committed=int(raw.get(b"committed", b"0")),
             completed=as_bytes(raw.get(b"completed", b"")).decode(),
@@ -100,32 +105,30 @@ class Broker:
 
     def commit(
         self,
-        topic: str,
+        ref: QueueRef,
         group: str,
-        queue: int,
         owner: str,
         token: int,
         offset: int,
         completed: str = "",
     ) -> CommitResult:
         reply = self._commit(
-            keys=[keys.lock(topic, queue, group), keys.offset(topic, queue, group)],
+            keys=[keys.lock(ref, group), keys.offset(ref, group)],
             args=[owner, token, offset, completed],
         )
         return CommitResult(CommitOutcome(int(reply[0])), int(reply[1]))
 
-    def commit_unfenced(self, topic: str, offset_key_group: str, queue: int, offset: int) -> None:
+    def commit_unfenced(self, ref: QueueRef, offset_group: str, offset: int) -> None:
         """Broadcasting model: no locks; the offset belongs to one consumer alone."""
         self.client.hset(
-            keys.offset(topic, queue, offset_key_group),
+            keys.offset(ref, offset_group),
             mapping={"committed": offset, "completed": "", "token": 0},
         )
 
     def dead_letter(
         self,
-        topic: str,
+        ref: QueueRef,
         group: str,
-        queue: int,
         owner: str,
         token: int | None,
         commit_offset: int,
@@ -137,18 +140,26 @@ class Broker:
     ) -> CommitResult:
         """Move one message to the group's dead-letter stream and commit ``commit_offset``
         (with ``completed`` above it) in the same atomic step; with ``park_key`` the key is
-        held in the same step. ``token=None`` is the unfenced broadcasting case."""
+        held in the same step. ``token=None`` is the unfenced broadcasting case, whose
+        offsets are kept under ``offset_group``."""
         flat: list[Any] = []
         for k, v in entry.items():
             flat.extend([k, v])
         reply = self._dead_letter(
             keys=[
-                keys.lock(topic, queue, group),
-                keys.offset(topic, queue, offset_group or group),
-                keys.dead_letters(topic, queue, group),
-                keys.parked_keys(topic, queue, group),
+                keys.lock(ref, group),
+                keys.offset(ref, offset_group or group),
+                keys.dead_letters(ref, group),
+                keys.parked_keys(ref, group),
             ],
-            args=[owner, "" if token is None else token, commit_offset, completed, park_key, *flat],
+            args=[
+                owner,
+                "" if token is None else token,
+                commit_offset,
+                completed,
+                park_key,
+                *flat,
+            ],
         )
         dlq_id = reply[2].decode() if len(reply) > 2 else ""
         return CommitResult(CommitOutcome(int(reply[0])), int(reply[1]), dlq_id)
@@ -156,9 +167,8 @@ class Broker:
     # -- parking (key ordering, after_dlq = hold) --------------------------------------
     def park(
         self,
-        topic: str,
+        ref: QueueRef,
         group: str,
-        queue: int,
         owner: str,
         token: int,
         key: str,
@@ -171,9 +181,9 @@ class Broker:
             args.extend([offset, member])
         reply = self._park(
             keys=[
-                keys.lock(topic, queue, group),
-                keys.offset(topic, queue, group),
-                keys.parked_messages(topic, queue, group, key),
+                keys.lock(ref, group),
+                keys.offset(ref, group),
+                keys.parked_messages(ref, group, key),
             ],
             args=args,
         )
@@ -181,9 +191,8 @@ class Broker:
 
     def unpark(
         self,
-        topic: str,
+        ref: QueueRef,
         group: str,
-        queue: int,
         owner: str,
         token: int,
         key: str,
@@ -192,57 +201,54 @@ class Broker:
         """Remove one drained parked message; returns (outcome, key freed)."""
         reply = self._unpark(
             keys=[
-                keys.lock(topic, queue, group),
-                keys.parked_keys(topic, queue, group),
-                keys.parked_messages(topic, queue, group, key),
+                keys.lock(ref, group),
+                keys.parked_keys(ref, group),
+                keys.parked_messages(ref, group, key),
             ],
             args=[owner, token, key, member],
         )
         outcome = CommitOutcome(int(reply[0]))
         return outcome, outcome is CommitOutcome.OK and bool(int(reply[2]))
 
-    def parked_keys(self, topic: str, group: str, queue: int) -> dict[str, dict[str, Any]]:
-        raw = self.client.hgetall(keys.parked_keys(topic, queue, group))
+    def parked_keys(self, ref: QueueRef, group: str) -> dict[str, dict[str, Any]]:
+        raw = self.client.hgetall(keys.parked_keys(ref, group))
         return {as_bytes(k).decode(): json.loads(v) for k, v in raw.items()}
 
-    def parked_messages(self, topic: str, group: str, queue: int, key: str) -> list[str]:
-        raw = self.client.zrange(keys.parked_messages(topic, queue, group, key), 0, -1)
+    def parked_messages(self, ref: QueueRef, group: str, key: str) -> list[str]:
+        raw = self.client.zrange(keys.parked_messages(ref, group, key), 0, -1)
         return [as_bytes(m).decode() for m in raw]
 
     # -- registry ----------------------------------------------------------------------
-    def heartbeat(self, group: str, topic: str, member: str, timeout_s: float) -> list[str]:
+    def heartbeat(self, topic: str, group: str, member: str, timeout_s: float) -> list[str]:
         reply = self._heartbeat(
-            keys=[keys.registry(group, topic)], args=[member, int(timeout_s * 1000)]
+            keys=[keys.registry(topic, group)], args=[member, int(timeout_s * 1000)]
         )
         return [as_bytes(m).decode() for m in reply[1:]]
 
-    def leave(self, group: str, topic: str, member: str) -> None:
-        self.client.zrem(keys.registry(group, topic), member)
+    def leave(self, topic: str, group: str, member: str) -> None:
+        self.client.zrem(keys.registry(topic, group), member)
 
     # -- streams -----------------------------------------------------------------------
     def read_from(
         self,
-        topic: str,
-        queue: int,
+        ref: QueueRef,
         offset: int,
         count: int,
         block_s: float = 0.0,
-        client: redis.Redis | None = None,
     ) -> list[tuple[bytes, dict[bytes, bytes]]]:
         """Entries with offset >= ``offset``, oldest first; blocks up to ``block_s`` when
         there are none yet."""
-        c = client or self.client
-        stream = keys.stream(topic, queue)
-        found = entries(c.xrange(stream, min=f"{offset}-0", max="+", count=count))
+        stream = keys.stream(ref)
+        found = entries(self.client.xrange(stream, min=f"{offset}-0", max="+", count=count))
         if found or block_s <= 0:
             return found
         last_id = f"{offset - 1}-1" if offset > 0 else "0-0"
-        reply = c.xread({stream: last_id}, count=count, block=max(1, int(block_s * 1000)))
+        reply = self.client.xread({stream: last_id}, count=count, block=max(1, int(block_s * 1000)))
         return xread_entries(reply)
 
-    def max_offset(self, topic: str, queue: int) -> int:
+    def max_offset(self, ref: QueueRef) -> int:
         """The next offset to be produced (RocketMQ's maxOffset): lag = this - committed."""
-        raw = self.client.get(keys.sequence(topic, queue))
+        raw = self.client.get(keys.sequence(ref))
         return int(raw) if raw else 0
 
 

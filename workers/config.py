@@ -40,65 +40,67 @@ class Timings:
     """All durations in seconds."""
 
     # RocketMQ's broker drops a lock not renewed for 60 s (REBALANCE_LOCK_MAX_LIVE_TIME).
-    lock_ttl: float = 60.0
+    lock_ttl_s: float = 60.0
     # RocketMQ renews all held locks every 20 s (REBALANCE_LOCK_INTERVAL).
-    lock_renew_interval: float = 20.0
+    lock_renew_interval_s: float = 20.0
     # A client-side lock older than 30 s counts as expired (REBALANCE_LOCK_MAX_LIVE_TIME
     # in ProcessQueue): shorter than the broker's 60 s so a consumer stops before anyone
     # else can be granted the queue.
-    client_lock_expiry: float = 30.0
+    client_lock_expiry_s: float = 30.0
     # RocketMQ rebalances every 20 s (rebalanceInterval).
-    rebalance_interval: float = 20.0
+    rebalance_interval_s: float = 20.0
     # How often membership is checked so joins and leaves trigger a rebalance at once.
-    membership_poll: float = 1.0
-    heartbeat_interval: float = 3.0
+    membership_poll_s: float = 1.0
+    heartbeat_interval_s: float = 3.0
     # A member silent this long is considered gone (RocketMQ: 120 s channel expiry; we
     # keep it short because Redis, not a TCP channel, is the only sign of life).
-    heartbeat_timeout: float = 15.0
+    heartbeat_timeout_s: float = 15.0
     # Consuming one queue continuously this long yields briefly (MAX_TIME_CONSUME_CONTINUOUSLY).
-    max_continuous: float = 60.0
-    continuous_yield: float = 0.01
+    max_continuous_s: float = 60.0
+    continuous_yield_s: float = 0.01
     # Blocking read timeout when a queue has nothing new.
-    poll_block: float = 0.2
+    poll_block_s: float = 0.2
     # Events are buffered at most this long before they reach the event stream.
-    event_flush_interval: float = 0.1
+    event_flush_interval_s: float = 0.1
 
     @classmethod
     def from_env(cls) -> Timings:
         d = cls()
         return cls(
-            lock_ttl=env_float("LOCKSTEP_LOCK_TTL", d.lock_ttl, minimum=0.5),
-            lock_renew_interval=env_float(
-                "LOCKSTEP_LOCK_RENEW_INTERVAL", d.lock_renew_interval, minimum=0.1
+            lock_ttl_s=env_float("LOCKSTEP_LOCK_TTL", d.lock_ttl_s, minimum=0.5),
+            lock_renew_interval_s=env_float(
+                "LOCKSTEP_LOCK_RENEW_INTERVAL", d.lock_renew_interval_s, minimum=0.1
             ),
-            client_lock_expiry=env_float(
-                "LOCKSTEP_CLIENT_LOCK_EXPIRY", d.client_lock_expiry, minimum=0.2
+            client_lock_expiry_s=env_float(
+                "LOCKSTEP_CLIENT_LOCK_EXPIRY", d.client_lock_expiry_s, minimum=0.2
             ),
-            rebalance_interval=env_float(
-                "LOCKSTEP_REBALANCE_INTERVAL", d.rebalance_interval, minimum=0.1
+            rebalance_interval_s=env_float(
+                "LOCKSTEP_REBALANCE_INTERVAL", d.rebalance_interval_s, minimum=0.1
             ),
-            membership_poll=env_float("LOCKSTEP_MEMBERSHIP_POLL", d.membership_poll, minimum=0.05),
-            heartbeat_interval=env_float(
-                "LOCKSTEP_HEARTBEAT_INTERVAL", d.heartbeat_interval, minimum=0.05
+            membership_poll_s=env_float(
+                "LOCKSTEP_MEMBERSHIP_POLL", d.membership_poll_s, minimum=0.05
             ),
-            heartbeat_timeout=env_float(
-                "LOCKSTEP_HEARTBEAT_TIMEOUT", d.heartbeat_timeout, minimum=0.2
+            heartbeat_interval_s=env_float(
+                "LOCKSTEP_HEARTBEAT_INTERVAL", d.heartbeat_interval_s, minimum=0.05
             ),
-            max_continuous=env_float("LOCKSTEP_MAX_CONTINUOUS", d.max_continuous, minimum=0.1),
-            continuous_yield=d.continuous_yield,
-            poll_block=env_float("LOCKSTEP_POLL_BLOCK", d.poll_block, minimum=0.01),
-            event_flush_interval=env_float(
-                "LOCKSTEP_EVENT_FLUSH_INTERVAL", d.event_flush_interval, minimum=0.01
+            heartbeat_timeout_s=env_float(
+                "LOCKSTEP_HEARTBEAT_TIMEOUT", d.heartbeat_timeout_s, minimum=0.2
+            ),
+            max_continuous_s=env_float("LOCKSTEP_MAX_CONTINUOUS", d.max_continuous_s, minimum=0.1),
+            continuous_yield_s=d.continuous_yield_s,
+            poll_block_s=env_float("LOCKSTEP_POLL_BLOCK", d.poll_block_s, minimum=0.01),
+            event_flush_interval_s=env_float(
+                "LOCKSTEP_EVENT_FLUSH_INTERVAL", d.event_flush_interval_s, minimum=0.01
             ),
         )
 
     def validate(self) -> Timings:
-        if self.client_lock_expiry >= self.lock_ttl:
+        if self.client_lock_expiry_s >= self.lock_ttl_s:
             raise ConfigurationError(
                 "LOCKSTEP_CLIENT_LOCK_EXPIRY must be shorter than LOCKSTEP_LOCK_TTL, or a "
                 "consumer could keep consuming after another was granted its queue"
             )
-        if self.lock_renew_interval >= self.client_lock_expiry:
+        if self.lock_renew_interval_s >= self.client_lock_expiry_s:
             raise ConfigurationError(
                 "LOCKSTEP_LOCK_RENEW_INTERVAL must be shorter than LOCKSTEP_CLIENT_LOCK_EXPIRY"
             )

@@ -16,13 +16,14 @@ import redis
 from workers import events as ev
 from workers import keys
 from workers.broker import Broker
+from workers.cards import ConsumerCard, SubscriptionCard
 from workers.config import Limits, Model, Ordering, Subscription, Timings
 from workers.errors import LockstepError
 from workers.events import EventLog, default_consumer_id
 from workers.handlers import import_handler
 from workers.lanes import LanePool
 from workers.message import Handler
-from workers.queue_worker import WorkerEnv
+from workers.ordering import WorkerEnv
 from workers.rebalance import SubscriptionRunner
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ class Consumer:
         self.events = EventLog(
             self.client,
             enabled=events_enabled,
-            flush_interval=self.timings.event_flush_interval,
+            flush_interval=self.timings.event_flush_interval_s,
             maxlen=limits.events_maxlen,
         )
         self.consumer_id = consumer_id or default_consumer_id()
@@ -59,7 +60,7 @@ class Consumer:
         self._handlers = handlers or {}
         self.runners: list[SubscriptionRunner] = []
         self.errors: list[str] = []
-        self.started_at = time.time()
+        self.started_at_ms = int(time.time() * 1000)
         self._stopping = threading.Event()
         self._info_thread = threading.Thread(
             target=self._info_loop, name="lockstep-info", daemon=True
@@ -77,7 +78,7 @@ class Consumer:
             self.runners.append(runner)
         self._publish_info()
         self._info_thread.start()
-        self.events.emit(ev.CONSUMER_STARTED, consumer=self.consumer_id, details=self._info())
+        self.events.emit(ev.CONSUMER_STARTED, consumer=self.consumer_id, details=dict(self._info()))
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stopping.set()
@@ -90,7 +91,7 @@ class Consumer:
         self.client.close()
 
     def _info_loop(self) -> None:
-        while not self._stopping.wait(self.timings.heartbeat_interval):
+        while not self._stopping.wait(self.timings.heartbeat_interval_s):
             try:
                 self._publish_info()
             except redis.RedisError:
@@ -125,31 +126,33 @@ class Consumer:
             details={"error": error, "handler": sub.handler},
         )
 
-    def _info(self) -> dict[str, object]:
+    def _info(self) -> ConsumerCard:
         return {
             "host": socket.gethostname(),
             "pid": os.getpid(),
-            "started_at": self.started_at,
-            "subscriptions": [
-                {
-                    "topic": r.env.sub.topic,
-                    "group": r.env.sub.group,
-                    "model": r.env.sub.model.value,
-                    "ordering": r.env.sub.ordering.value,
-                    "lanes": r.env.sub.lanes if r.env.lanes is not None else 0,
-                    "assigned": r.assigned,
-                    "queues": {str(q): w.snapshot() for q, w in list(r.workers.items())},
-                }
-                for r in self.runners
-            ],
+            "started_at_ms": self.started_at_ms,
+            "heartbeat_at_ms": int(time.time() * 1000),
+            "subscriptions": [self._subscription_card(r) for r in self.runners],
+        }
+
+    @staticmethod
+    def _subscription_card(runner: SubscriptionRunner) -> SubscriptionCard:
+        sub = runner.env.sub
+        return {
+            "topic": sub.topic,
+            "group": sub.group,
+            "model": sub.model.value,
+            "ordering": sub.ordering.value,
+            "lanes": sub.lanes if runner.env.lanes is not None else 0,
+            "assigned": runner.assigned,
+            "queues": {str(q): w.snapshot() for q, w in list(runner.workers.items())},
         }
 
     def _publish_info(self) -> None:
         """This consumer's card (host, pid, assignment) for the dashboard; it expires when
         the process stops refreshing it."""
         info = self._info()
-        info["heartbeat_at"] = time.time()
-        ttl = max(5, int(self.timings.heartbeat_timeout * 2))
+        ttl = max(5, int(self.timings.heartbeat_timeout_s * 2))
         pipe = self.client.pipeline(transaction=False)
         pipe.set(keys.consumer_info(self.consumer_id), json.dumps(info), ex=ttl)
         pipe.sadd(keys.CONSUMERS, self.consumer_id)

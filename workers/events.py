@@ -22,6 +22,7 @@ from typing import Any
 import redis
 
 from workers import keys
+from workers.refs import QueueRef
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +133,7 @@ class EventLog:
         self._maxlen = maxlen
         self._max_buffer = max_buffer
         self._buffer: list[Event] = []
-        self._commits: dict[tuple[str, str, int, int | None, str], Event] = {}
+        self._commits: dict[tuple[QueueRef, str, int | None, str], Event] = {}
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopped = threading.Event()
@@ -163,9 +164,8 @@ class EventLog:
 
     def committed(
         self,
-        topic: str,
+        ref: QueueRef,
         group: str,
-        queue: int,
         token: int | None,
         consumer: str,
         offset: int,
@@ -174,7 +174,7 @@ class EventLog:
         """Record an offset commit, coalesced with earlier ones of the same flush window."""
         if not self.enabled:
             return
-        k = (topic, group, queue, token, consumer)
+        k = (ref, group, token, consumer)
         now_ms = int(time.time() * 1000)
         with self._lock:
             ev = self._commits.get(k)
@@ -182,9 +182,9 @@ class EventLog:
                 ev = Event(
                     OFFSET_COMMITTED,
                     now_ms,
-                    topic,
+                    ref.topic,
                     group,
-                    queue,
+                    ref.queue,
                     "",
                     token,
                     consumer,

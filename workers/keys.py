@@ -1,6 +1,9 @@
 """Redis key names. Every per-queue key carries the hash tag ``{topic:queue}`` so that in
 Redis Cluster all state of one queue (stream, offsets, locks, dead letters) lives in one
-slot and the Lua scripts touching it stay single-slot."""
+slot and the Lua scripts touching it stay single-slot. The layout is described in
+docs/redis-layout.md."""
+
+from workers.refs import QueueRef
 
 PREFIX = "ls"
 EVENTS = f"{PREFIX}:events"
@@ -12,41 +15,47 @@ def topic_meta(topic: str) -> str:
     return f"{PREFIX}:topic:{topic}"
 
 
-def _queue_tag(topic: str, queue: int) -> str:
-    return f"{PREFIX}:{{{topic}:{queue}}}"
+def _queue_tag(ref: QueueRef) -> str:
+    return f"{PREFIX}:{{{ref.topic}:{ref.queue}}}"
 
 
-def stream(topic: str, queue: int) -> str:
-    return f"{_queue_tag(topic, queue)}:log"
+def stream(ref: QueueRef) -> str:
+    """Stream of the queue's messages; entry ID ``<offset>-1``."""
+    return f"{_queue_tag(ref)}:log"
 
 
-def sequence(topic: str, queue: int) -> str:
-    return f"{_queue_tag(topic, queue)}:seq"
+def sequence(ref: QueueRef) -> str:
+    """Counter: the next offset to be produced (the queue's max offset)."""
+    return f"{_queue_tag(ref)}:seq"
 
 
-def lock(topic: str, queue: int, group: str) -> str:
-    return f"{_queue_tag(topic, queue)}:lock:{group}"
+def lock(ref: QueueRef, group: str) -> str:
+    """Hash: owner, token, expires_at, granted_at of the group's lock on the queue."""
+    return f"{_queue_tag(ref)}:lock:{group}"
 
 
-def offset(topic: str, queue: int, group: str) -> str:
-    return f"{_queue_tag(topic, queue)}:offset:{group}"
+def offset(ref: QueueRef, group: str) -> str:
+    """Hash: committed, completed, token, updated_at of the group on the queue."""
+    return f"{_queue_tag(ref)}:offset:{group}"
 
 
-def dead_letters(topic: str, queue: int, group: str) -> str:
-    return f"{_queue_tag(topic, queue)}:dlq:{group}"
+def dead_letters(ref: QueueRef, group: str) -> str:
+    """Stream of the group's dead letters from the queue."""
+    return f"{_queue_tag(ref)}:dlq:{group}"
 
 
-def parked_keys(topic: str, queue: int, group: str) -> str:
+def parked_keys(ref: QueueRef, group: str) -> str:
     """Hash: held key -> JSON state (held/releasing, dlq_id, offset)."""
-    return f"{_queue_tag(topic, queue)}:parked:{group}"
+    return f"{_queue_tag(ref)}:parked:{group}"
 
 
-def parked_messages(topic: str, queue: int, group: str, key: str) -> str:
+def parked_messages(ref: QueueRef, group: str, key: str) -> str:
     """Sorted set of one held key's parked messages, score = offset."""
-    return f"{_queue_tag(topic, queue)}:parked:{group}:{key}"
+    return f"{_queue_tag(ref)}:parked:{group}:{key}"
 
 
-def registry(group: str, topic: str) -> str:
+def registry(topic: str, group: str) -> str:
+    """Sorted set: live members of the group on the topic, score = last heartbeat (ms)."""
     return f"{PREFIX}:registry:{group}:{topic}"
 
 

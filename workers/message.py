@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any
 
 from workers.config import clamp_suspend
+from workers.refs import QueueRef
 
 
 class ConsumeStatus(StrEnum):
@@ -27,6 +28,10 @@ class Message:
     headers: dict[str, Any]
     produced_at: float  # seconds since the epoch, Redis clock at append time
     reconsume_times: int = 0
+
+    @property
+    def ref(self) -> QueueRef:
+        return QueueRef(self.topic, self.queue)
 
 
 @dataclass
@@ -68,7 +73,7 @@ def parse_offset(entry_id: bytes | str) -> int:
     return int(text.split("-", 1)[0])
 
 
-def decode_entry(topic: str, queue: int, entry_id: bytes, fields: dict[bytes, bytes]) -> Message:
+def decode_entry(ref: QueueRef, entry_id: bytes, fields: dict[bytes, bytes]) -> Message:
     """Decode a stream entry; raise ``MalformedEntry`` with the reason when it is not ours."""
     offset = parse_offset(entry_id)
     try:
@@ -84,7 +89,7 @@ def decode_entry(topic: str, queue: int, entry_id: bytes, fields: dict[bytes, by
         raise MalformedEntry(offset, f"undecodable entry: {exc}", fields) from None
     if not isinstance(headers, dict):
         raise MalformedEntry(offset, "headers are not a JSON object", fields)
-    return Message(topic, queue, offset, key, body, headers, produced_ms / 1000.0)
+    return Message(ref.topic, ref.queue, offset, key, body, headers, produced_ms / 1000.0)
 
 
 def serialize(message: Message) -> str:
@@ -104,11 +109,11 @@ def serialize(message: Message) -> str:
     )
 
 
-def deserialize(topic: str, queue: int, text: str) -> Message:
+def deserialize(ref: QueueRef, text: str) -> Message:
     data = json.loads(text)
     return Message(
-        topic,
-        queue,
+        ref.topic,
+        ref.queue,
         int(data["o"]),
         str(data["k"]),
         base64.b64decode(data["b"]),

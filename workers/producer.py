@@ -12,6 +12,7 @@ from workers import keys
 from workers.config import Limits
 from workers.errors import InvalidMessageError
 from workers.hashing import queue_for_key
+from workers.refs import QueueRef
 from workers.scripts import script
 from workers.topics import get_topic
 
@@ -41,7 +42,7 @@ class Producer:
         queue = queue_for_key(key, self._queue_count(topic))
         header_json = json.dumps(headers or {}, separators=(",", ":"), default=str)
         offset, produced_ms = self._produce(
-            keys=[keys.stream(topic, queue), keys.sequence(topic, queue)],
+            keys=[keys.stream(QueueRef(topic, queue)), keys.sequence(QueueRef(topic, queue))],
             args=[key, body, header_json, self._limits.stream_maxlen],
         )
         return SendResult(queue, int(offset), int(produced_ms))

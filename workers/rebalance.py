@@ -2,14 +2,14 @@
 (RocketMQ's ``RebalanceService`` + ``RebalanceLockManager`` client side).
 
 Contract:
-- Rebalance runs every ``rebalance_interval``, at once when the live membership changes,
+- Rebalance runs every ``rebalance_interval_s``, at once when the live membership changes,
   and every membership poll while an assigned queue is not yet running (so a queue
   released by its previous owner is picked up within one poll, not one interval).
 - A newly assigned queue starts only after its lock is granted; the worker then reads the
   stored offset.
 - A queue no longer assigned is dropped: its worker finishes the batch in progress,
   commits, and only then unlocks; its lock is renewed until then (also while stopping).
-- All held locks are renewed every ``lock_renew_interval``; a refused renewal stops the
+- All held locks are renewed every ``lock_renew_interval_s``; a refused renewal stops the
   worker (lock lost), a renewal that comes back as a new grant restarts it from the store.
 """
 
@@ -23,15 +23,15 @@ import redis
 
 from workers import events as ev
 from workers.allocation import AllocationStrategy, AverageAllocation
-from workers.config import Model, Ordering
+from workers.config import Model
 from workers.errors import UnknownTopicError
-from workers.key_worker import KeyQueueWorker
-from workers.queue_worker import QueueWorker, WorkerEnv
+from workers.ordering import QueueWorker, WorkerEnv, worker_for
+from workers.refs import QueueRef
 from workers.topics import get_topic, register_group
 
 log = logging.getLogger(__name__)
 
-LANES_REPORT_S = 1.0
+LANES_REPORT_S = 1.0  # how often lane occupancy is reported (a live view, like key_state)
 
 
 class SubscriptionRunner:
@@ -102,11 +102,11 @@ class SubscriptionRunner:
                 self._renew_retiring(time.monotonic())
             except redis.RedisError:
                 log.warning("cannot renew the locks of %s while stopping", self.sub_key)
-            alive[0].join(min(self.env.timings.lock_renew_interval, remaining))
+            alive[0].join(min(self.env.timings.lock_renew_interval_s, remaining))
         if self.env.lanes is not None:
             self.env.lanes.stop()
         if self.env.sub.model is Model.CLUSTERING:
-            self.env.broker.leave(self.env.sub.group, self.env.sub.topic, self.env.consumer_id)
+            self.env.broker.leave(self.env.sub.topic, self.env.sub.group, self.env.consumer_id)
 
     # -- loop --------------------------------------------------------------------------
     def _run(self) -> None:
@@ -123,14 +123,14 @@ class SubscriptionRunner:
                     beat = now >= next_heartbeat
                     members = self._members(heartbeat=beat)
                     if beat:
-                        next_heartbeat = now + t.heartbeat_interval
+                        next_heartbeat = now + t.heartbeat_interval_s
                     if now >= next_renew:
                         self._renew_all()
-                        next_renew = now + t.lock_renew_interval
+                        next_renew = now + t.lock_renew_interval_s
                     self._reap()
                     if members != self.members or now >= next_rebalance or self._pending():
                         self._rebalance(members)
-                        next_rebalance = now + t.rebalance_interval
+                        next_rebalance = now + t.rebalance_interval_s
                     if self.env.lanes is not None and now >= next_lanes_report:
                         self._report_lanes()
                         next_lanes_report = now + LANES_REPORT_S
@@ -138,15 +138,15 @@ class SubscriptionRunner:
                 # Redis unavailable or a bug: keep the loop alive; locks age out on their
                 # own, and workers stop invoking handlers when their lock goes stale.
                 log.exception("rebalance loop of %s failed; retrying", self.sub_key)
-            self._stop.wait(t.membership_poll)
+            self._stop.wait(t.membership_poll_s)
 
     def _members(self, *, heartbeat: bool) -> list[str]:
         env = self.env
         return env.broker.heartbeat(
-            env.sub.group,
             env.sub.topic,
+            env.sub.group,
             env.consumer_id if heartbeat else "",
-            env.timings.heartbeat_timeout,
+            env.timings.heartbeat_timeout_s,
         )
 
     def _pending(self) -> bool:
@@ -175,11 +175,11 @@ class SubscriptionRunner:
         startable = [q for q in new if q not in self.workers and q not in self.retiring]
         started_at = time.monotonic()
         grants = env.broker.lock_batch(
-            env.sub.topic, env.sub.group, startable, env.consumer_id, env.timings.lock_ttl
+            self._refs(startable), env.sub.group, env.consumer_id, env.timings.lock_ttl_s
         )
         for grant in grants:
             if grant.token:
-                self._start_worker(grant.queue, grant.token, started_at)
+                self._start_worker(grant.ref, grant.token, started_at)
         if new != old:
             env.events.emit(
                 ev.REBALANCE,
@@ -190,20 +190,22 @@ class SubscriptionRunner:
                     "old": old,
                     "new": new,
                     "members": members,
-                    "refused": [g.queue for g in grants if not g.token],
+                    "refused": [g.ref.queue for g in grants if not g.token],
                 },
             )
 
-    def _start_worker(self, queue: int, token: int, locked_at: float) -> None:
-        worker_class = KeyQueueWorker if self.env.sub.ordering is Ordering.KEY else QueueWorker
-        worker = worker_class(self.env, queue, token)
+    def _refs(self, queues: list[int]) -> list[QueueRef]:
+        return [QueueRef(self.env.sub.topic, q) for q in queues]
+
+    def _start_worker(self, ref: QueueRef, token: int, locked_at: float) -> None:
+        worker = worker_for(self.env, ref, token)
         worker.renewed(locked_at)
-        self.workers[queue] = worker
+        self.workers[ref.queue] = worker
         self.env.events.emit(
             ev.LOCK_ACQUIRED,
-            topic=self.env.sub.topic,
+            topic=ref.topic,
             group=self.env.sub.group,
-            queue=queue,
+            queue=ref.queue,
             token=token,
             consumer=self.env.consumer_id,
         )
@@ -215,9 +217,9 @@ class SubscriptionRunner:
         held = [q for q, w in self.workers.items() if not w.dropped]
         sent_at = time.monotonic()
         for grant in env.broker.lock_batch(
-            env.sub.topic, env.sub.group, held, env.consumer_id, env.timings.lock_ttl
+            self._refs(held), env.sub.group, env.consumer_id, env.timings.lock_ttl_s
         ):
-            worker = self.workers[grant.queue]
+            worker = self.workers[grant.ref.queue]
             if grant.token and not grant.new and grant.token == worker.token:
                 worker.renewed(sent_at)
                 continue
@@ -234,14 +236,13 @@ class SubscriptionRunner:
         env = self.env
         finishing = [q for q, w in self.retiring.items() if w.releasing]
         for grant in env.broker.lock_batch(
-            env.sub.topic,
+            self._refs(finishing),
             env.sub.group,
-            finishing,
             env.consumer_id,
-            env.timings.lock_ttl,
+            env.timings.lock_ttl_s,
             renew_only=True,
         ):
-            worker = self.retiring[grant.queue]
+            worker = self.retiring[grant.ref.queue]
             if grant.token and grant.token == worker.token:
                 worker.renewed(sent_at)
 
@@ -253,7 +254,7 @@ class SubscriptionRunner:
             ev.LOCK_LOST if not new_token else ev.LOCK_RENEW_FAILED,
             topic=env.sub.topic,
             group=env.sub.group,
-            queue=worker.queue,
+            queue=worker.ref.queue,
             token=worker.token,
             consumer=env.consumer_id,
             details={"new_token": new_token},
@@ -262,10 +263,8 @@ class SubscriptionRunner:
         # A re-grant to us carries a new token the old worker must not use: release it
         # and let the next rebalance lock afresh once the old worker has finished.
         if new_token:
-            env.broker.unlock(
-                env.sub.topic, env.sub.group, worker.queue, env.consumer_id, new_token
-            )
-        self.retiring[worker.queue] = self.workers.pop(worker.queue)
+            env.broker.unlock(worker.ref, env.sub.group, env.consumer_id, new_token)
+        self.retiring[worker.ref.queue] = self.workers.pop(worker.ref.queue)
 
     def _report_lanes(self) -> None:
         """Lane occupancy, for the dashboard (key ordering only)."""
@@ -292,7 +291,7 @@ class SubscriptionRunner:
     def _ensure_broadcast_workers(self) -> None:
         for q in range(self._queue_count):
             if q not in self.workers or not self.workers[q].alive:
-                worker = QueueWorker(self.env, q, None)
+                worker = worker_for(self.env, QueueRef(self.env.sub.topic, q), None)
                 self.workers[q] = worker
                 worker.start()
         self.assigned = list(range(self._queue_count))

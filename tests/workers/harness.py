@@ -21,6 +21,7 @@ from tests.workers.handlers import HANDLED
 from workers import keys
 from workers.config import Timings
 from workers.events import decode_event
+from workers.refs import QueueRef
 
 REPO = Path(__file__).resolve().parents[2]
 RECORD_HANDLER = "tests.workers.handlers.record"
@@ -30,27 +31,27 @@ RECORD_HANDLER = "tests.workers.handlers.record"
 # missed heartbeats. Rebalance every 5 s; membership is polled every 0.2 s so joins and
 # leaves are acted on well inside one rebalance interval.
 FAST = Timings(
-    lock_ttl=3.0,
-    client_lock_expiry=2.0,
-    lock_renew_interval=0.5,
-    rebalance_interval=5.0,
-    membership_poll=0.2,
-    heartbeat_interval=0.3,
-    heartbeat_timeout=1.5,
-    poll_block=0.1,
-    event_flush_interval=0.1,
+    lock_ttl_s=3.0,
+    client_lock_expiry_s=2.0,
+    lock_renew_interval_s=0.5,
+    rebalance_interval_s=5.0,
+    membership_poll_s=0.2,
+    heartbeat_interval_s=0.3,
+    heartbeat_timeout_s=1.5,
+    poll_block_s=0.1,
+    event_flush_interval_s=0.1,
 )
 
 FAST_ENV = {
-    "LOCKSTEP_LOCK_TTL": str(FAST.lock_ttl),
-    "LOCKSTEP_CLIENT_LOCK_EXPIRY": str(FAST.client_lock_expiry),
-    "LOCKSTEP_LOCK_RENEW_INTERVAL": str(FAST.lock_renew_interval),
-    "LOCKSTEP_REBALANCE_INTERVAL": str(FAST.rebalance_interval),
-    "LOCKSTEP_MEMBERSHIP_POLL": str(FAST.membership_poll),
-    "LOCKSTEP_HEARTBEAT_INTERVAL": str(FAST.heartbeat_interval),
-    "LOCKSTEP_HEARTBEAT_TIMEOUT": str(FAST.heartbeat_timeout),
-    "LOCKSTEP_POLL_BLOCK": str(FAST.poll_block),
-    "LOCKSTEP_EVENT_FLUSH_INTERVAL": str(FAST.event_flush_interval),
+    "LOCKSTEP_LOCK_TTL": str(FAST.lock_ttl_s),
+    "LOCKSTEP_CLIENT_LOCK_EXPIRY": str(FAST.client_lock_expiry_s),
+    "LOCKSTEP_LOCK_RENEW_INTERVAL": str(FAST.lock_renew_interval_s),
+    "LOCKSTEP_REBALANCE_INTERVAL": str(FAST.rebalance_interval_s),
+    "LOCKSTEP_MEMBERSHIP_POLL": str(FAST.membership_poll_s),
+    "LOCKSTEP_HEARTBEAT_INTERVAL": str(FAST.heartbeat_interval_s),
+    "LOCKSTEP_HEARTBEAT_TIMEOUT": str(FAST.heartbeat_timeout_s),
+    "LOCKSTEP_POLL_BLOCK": str(FAST.poll_block_s),
+    "LOCKSTEP_EVENT_FLUSH_INTERVAL": str(FAST.event_flush_interval_s),
 }
 
 
@@ -161,7 +162,7 @@ class ConsumerProcess:
 
 
 def registered(client: redis.Redis, group: str, topic: str) -> set[str]:
-    members = cast(list[bytes], client.zrange(keys.registry(group, topic), 0, -1))
+    members = cast(list[bytes], client.zrange(keys.registry(topic, group), 0, -1))
     return {m.decode() for m in members}
 
 
@@ -197,7 +198,7 @@ def lock_owners(client: redis.Redis, topic: str, group: str, queues: int) -> dic
     now_ms = int(seconds) * 1000 + int(micros) // 1000
     pipe = client.pipeline(transaction=False)
     for q in range(queues):
-        pipe.hgetall(keys.lock(topic, q, group))
+        pipe.hgetall(keys.lock(QueueRef(topic, q), group))
     owners: dict[int, str] = {}
     for q, raw in enumerate(pipe.execute()):
         owner = raw.get(b"owner", b"").decode()
@@ -217,8 +218,8 @@ def fully_committed(client: redis.Redis, topic: str, group: str, queues: int) ->
     """Every queue's committed offset has reached its max offset."""
     pipe = client.pipeline(transaction=False)
     for q in range(queues):
-        pipe.get(keys.sequence(topic, q))
-        pipe.hget(keys.offset(topic, q, group), "committed")
+        pipe.get(keys.sequence(QueueRef(topic, q)))
+        pipe.hget(keys.offset(QueueRef(topic, q), group), "committed")
     replies = pipe.execute()
     return all(int(replies[i] or 0) <= int(replies[i + 1] or 0) for i in range(0, len(replies), 2))
 
@@ -226,13 +227,13 @@ def fully_committed(client: redis.Redis, topic: str, group: str, queues: int) ->
 def stored_offset(client: redis.Redis, topic: str, group: str, queue: int) -> tuple[int, str]:
     """(committed, completed) as the offset hash ``ls:{topic:queue}:offset:<group>`` holds
     them: the low-water mark and the ranges completed above it."""
-    raw = cast(dict[bytes, bytes], client.hgetall(keys.offset(topic, queue, group)))
+    raw = cast(dict[bytes, bytes], client.hgetall(keys.offset(QueueRef(topic, queue), group)))
     return int(raw.get(b"committed", b"0")), raw.get(b"completed", b"").decode()
 
 
 def parked_keys(client: redis.Redis, topic: str, group: str, queue: int) -> dict[str, Any]:
     """Held or releasing keys of a queue (key ordering, after_dlq = hold) -> their state."""
-    raw = cast(dict[bytes, bytes], client.hgetall(keys.parked_keys(topic, queue, group)))
+    raw = cast(dict[bytes, bytes], client.hgetall(keys.parked_keys(QueueRef(topic, queue), group)))
     return {k.decode(): json.loads(v) for k, v in raw.items()}
 
 
@@ -240,7 +241,9 @@ def parked_offsets(client: redis.Redis, topic: str, group: str, queue: int, key:
     """Offsets of one key's parked messages, in the order they will run."""
     found = cast(
         list[tuple[bytes, float]],
-        client.zrange(keys.parked_messages(topic, queue, group, key), 0, -1, withscores=True),
+        client.zrange(
+            keys.parked_messages(QueueRef(topic, queue), group, key), 0, -1, withscores=True
+        ),
     )
     return [int(score) for _, score in found]
 

@@ -19,6 +19,7 @@ from tests.workers.harness import (
     wait_until,
 )
 from workers import Producer, create_topic, keys
+from workers.refs import QueueRef
 
 TOPIC, GROUP, QUEUES = "prices", "caches", 4
 KEYS, PER_KEY = 20, 20
@@ -71,7 +72,12 @@ def test_it_delivers_every_message_once_and_in_order_to_each_consumer(
     assert len(records) == 2 * len(sends)
     for name in ("east", "west"):
         offsets = [
-            int(redis_client.hget(keys.offset(TOPIC, q, f"{GROUP}%bc%{name}"), "committed") or 0)
+            int(
+                redis_client.hget(
+                    keys.offset(QueueRef(TOPIC, q), f"{GROUP}%bc%{name}"), "committed"
+                )
+                or 0
+            )
             for q in range(QUEUES)
         ]
         assert sum(offsets) == len(sends)

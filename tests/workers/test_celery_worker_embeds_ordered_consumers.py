@@ -44,7 +44,7 @@ def _start_worker(redis_url: str, tmp_path: Path) -> subprocess.Popen[bytes]:
             "-m",
             "celery",
             "-A",
-            "workers.celery_app",
+            "dashboard.celery",
             "worker",
             "--pool",
             "solo",

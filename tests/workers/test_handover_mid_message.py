@@ -23,7 +23,7 @@ from workers import Producer, create_topic
 from workers.hashing import queue_for_key
 
 TOPIC, GROUP = "orders", "fulfilment"
-SLOW_S = FAST.lock_ttl * 2  # the handler outlives two lock ttls
+SLOW_S = FAST.lock_ttl_s * 2  # the handler outlives two lock ttls
 
 
 def test_it_hands_a_queue_over_only_after_the_long_message_in_progress_is_done(

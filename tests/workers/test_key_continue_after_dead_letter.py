@@ -1,4 +1,4 @@
-"""``after_dlq = continue`` (RocketMQ's behaviour, DESIGN.md §4.4): once a key's message is
+"""``after_dlq = continue`` (RocketMQ's behaviour, docs/semantics.md §5): once a key's message is
 dead-lettered, the key's later messages run right away, each starting only after the
 dead-lettering; nothing is parked."""
 

@@ -23,8 +23,9 @@ from tests.workers.harness import (
     wait_until,
 )
 from workers import Consumer, Producer, create_topic
+from workers.cards import KeyState
 from workers.config import Ordering
-from workers.key_worker import KeyQueueWorker
+from workers.ordering import KeyOrderingWorker
 
 TOPIC, GROUP = "orders", "billing-flow"
 MAX_IN_FLIGHT = 20
@@ -34,9 +35,9 @@ KEYS, PER_KEY = 50, 8  # 400 messages: 20 times the limit
 class StateSampler:
     """Reads a queue worker's reported key-level state every millisecond."""
 
-    def __init__(self, worker: KeyQueueWorker) -> None:
+    def __init__(self, worker: KeyOrderingWorker) -> None:
         self.worker = worker
-        self.samples: list[dict[str, Any]] = []
+        self.samples: list[KeyState] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -53,9 +54,9 @@ class StateSampler:
             self.samples.append(self.worker.key_state())
 
 
-def _queue_worker(consumer: Consumer) -> KeyQueueWorker:
+def _queue_worker(consumer: Consumer) -> KeyOrderingWorker:
     worker = wait_until(lambda: consumer.runners[0].workers.get(0), 10, "queue 0 to start")
-    assert isinstance(worker, KeyQueueWorker)
+    assert isinstance(worker, KeyOrderingWorker)
     return worker
 
 

@@ -1,4 +1,4 @@
-"""A discard (DESIGN.md §4.4) races the parking of the held key's messages: the parking of
+"""A discard (docs/semantics.md §6) races the parking of the held key's messages: the parking of
 the messages already waiting in the key's lane comes in a step after the dead letter, and
 messages of the key pulled before the consumer notices the discard are parked too. Either
 way they must still run, in order: the discarded key stays ``releasing`` until its consumer
@@ -16,6 +16,7 @@ from tests.workers.harness import body, events, handled, parked_keys, parked_off
 from workers import Producer, create_topic, keys
 from workers.config import AfterDlq, Ordering
 from workers.dead_letters import discard, list_dead_letters
+from workers.refs import QueueRef
 from workers.scripts import script
 
 TOPIC, GROUP = "orders", "billing-discard-race"
@@ -27,14 +28,18 @@ def _discard_between_dead_letter_and_parking(
 ) -> None:
     """Replay, in one MULTI/EXEC, the interleaving: the key's parked messages are not
     there yet when the discard runs, and land right after it."""
-    parked_set = keys.parked_messages(TOPIC, 0, GROUP, HELD)
+    parked_set = keys.parked_messages(QueueRef(TOPIC, 0), GROUP, HELD)
     members = cast(
         list[tuple[bytes, float]], redis_client.zrange(parked_set, 0, -1, withscores=True)
     )
     pipe = redis_client.pipeline(transaction=True)
     pipe.delete(parked_set)
     script(redis_client, "release_dead_letter")(
-        keys=[keys.dead_letters(TOPIC, 0, GROUP), keys.parked_keys(TOPIC, 0, GROUP), parked_set],
+        keys=[
+            keys.dead_letters(QueueRef(TOPIC, 0), GROUP),
+            keys.parked_keys(QueueRef(TOPIC, 0), GROUP),
+            parked_set,
+        ],
         args=[dlq_id, "discard", HELD, offset, ""],
         client=pipe,
     )

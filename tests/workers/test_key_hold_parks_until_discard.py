@@ -1,4 +1,4 @@
-"""``after_dlq = hold`` (DESIGN.md §4.4): once a key's message is dead-lettered, the key's
+"""``after_dlq = hold`` (docs/semantics.md §5): once a key's message is dead-lettered, the key's
 later messages — those already pulled and those produced afterwards — are parked in Redis
 and left untouched while other keys flow; discarding the dead letter releases the key and
 its parked messages run in their original order."""
@@ -22,6 +22,7 @@ from tests.workers.harness import (
 from workers import Producer, create_topic, keys
 from workers.config import AfterDlq, Ordering
 from workers.dead_letters import discard, list_dead_letters
+from workers.refs import QueueRef
 
 TOPIC, GROUP = "orders", "billing-hold"
 HELD, OTHER = "order-1", "order-2"
@@ -90,7 +91,7 @@ def test_it_parks_a_held_keys_later_messages_until_its_dead_letter_is_discarded(
     wait_until(lambda: not parked_keys(redis_client, TOPIC, GROUP, 0), 5, "the key to be released")
 
     assert parked() == []
-    assert redis_client.xlen(keys.dead_letters(TOPIC, 0, GROUP)) == 0
+    assert redis_client.xlen(keys.dead_letters(QueueRef(TOPIC, 0), GROUP)) == 0
     assert not discard(redis_client, TOPIC, GROUP, 0, letter.id), "discard is not idempotent"
     producer.send(TOPIC, HELD, body(7))  # the released key flows again
     wait_until(

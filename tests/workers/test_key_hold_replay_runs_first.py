@@ -1,4 +1,4 @@
-"""Order-preserving replay under ``after_dlq = hold`` (DESIGN.md §4.5): a replayed dead
+"""Order-preserving replay under ``after_dlq = hold`` (docs/semantics.md §6): a replayed dead
 letter goes back to its key's place — it runs first, then the key's parked messages, in
 order; a replayed message that fails again is dead-lettered again and holds its key again."""
 
@@ -19,6 +19,7 @@ from tests.workers.harness import (
 from workers import Producer, create_topic, keys
 from workers.config import AfterDlq, Ordering
 from workers.dead_letters import DeadLetter, list_dead_letters, replay
+from workers.refs import QueueRef
 
 TOPIC, GROUP = "orders", "billing-replay"
 HELD, OTHER = "order-1", "order-2"
@@ -101,7 +102,7 @@ def test_it_runs_a_replayed_dead_letter_first_and_then_the_parked_messages_in_or
     assert records[1]["o"] == offsets[1]  # at its own place, not re-produced
     assert records[1]["t1"] <= records[2]["t0"], "seq 2 started before the replay ended"
     assert parked_offsets(redis_client, TOPIC, GROUP, 0, HELD) == []
-    assert redis_client.xlen(keys.dead_letters(TOPIC, 0, GROUP)) == 0
+    assert redis_client.xlen(keys.dead_letters(QueueRef(TOPIC, 0), GROUP)) == 0
     assert not replay(redis_client, TOPIC, GROUP, 0, letter.id), "replay is not idempotent"
     assert [r["s"] for r in handled(redis_client)].count(1) == 2  # HELD's and OTHER's seq 1
     wait_until(lambda: events(redis_client, "key_released"), 5, "the key_released event")

@@ -1,4 +1,4 @@
-"""Parking is durable (DESIGN.md §4.4): a consumer process stopped while a key is held
+"""Parking is durable (docs/semantics.md §5): a consumer process stopped while a key is held
 leaves the key held and its messages parked in Redis; the next consumer keeps the key held
 (parking what was produced in between), and after the dead letter is discarded it runs the
 parked messages in their original order."""

@@ -1,4 +1,4 @@
-"""Properties of ``workers.offset_tracker`` (DESIGN.md §2 and §4.3): the completed-ranges
+"""Properties of ``workers.offset_tracker`` (docs/lanes.md §5): the completed-ranges
 encoding round-trips; for any order in which dispatched offsets complete, the low-water
 mark is the smallest offset not done; the mark and the completed ranges together say
 exactly which offsets are done; and a tracker restored from them — through any number of

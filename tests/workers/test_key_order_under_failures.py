@@ -1,4 +1,4 @@
-"""DESIGN.md §5 under key ordering: two consumer processes with 64 lanes each share 12,000
+"""docs/semantics.md §10 under key ordering: two consumer processes with 64 lanes each share 12,000
 messages over 400 keys on 8 queues, with random handler delays (so lanes finish out of
 offset order all the time), while one is killed with SIGKILL and a third joins (a
 rebalance hands queues over while they are being consumed). Afterwards every message was

@@ -1,7 +1,7 @@
-"""Key ordering's per-key blocking (DESIGN.md §4.2): a poison message retried without bound
+"""Key ordering's per-key blocking (docs/lanes.md §3): a poison message retried without bound
 blocks only the later messages of its own key. The 1,000 other keys of the same queue all
 complete; the committed low-water mark stays at the poison offset, while everything done
-above it is committed as completed ranges (§4.3)."""
+above it is committed as completed ranges (§5)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from tests.workers.harness import body, events, handled, stored_offset, wait_unt
 from workers import Producer, create_topic, keys
 from workers.config import Ordering
 from workers.offset_tracker import encode_ranges
+from workers.refs import QueueRef
 
 TOPIC, GROUP = "orders", "billing-keys"
 POISON_KEY = "order-poison"
@@ -78,7 +79,7 @@ def test_it_lets_every_other_key_complete_while_a_poison_key_retries_forever(
         "the poison message stopped being retried"
     )
     assert stored_offset(redis_client, TOPIC, GROUP, 0) == (poison, expected_completed)
-    assert redis_client.xlen(keys.dead_letters(TOPIC, 0, GROUP)) == 0
+    assert redis_client.xlen(keys.dead_letters(QueueRef(TOPIC, 0), GROUP)) == 0
     failed = [e for e in events(redis_client, "consume_failed")]
     assert failed and {e["key"] for e in failed} == {POISON_KEY}
     assert [e["details"]["reconsume_times"] for e in failed] == list(range(1, len(failed) + 1))

@@ -1,4 +1,4 @@
-"""Commits that remember completed work above the low-water mark (DESIGN.md §4.3): while one
+"""Commits that remember completed work above the low-water mark (docs/lanes.md §5): while one
 failing key holds a queue's committed offset back, the offsets completed above it are
 committed with it, and the consumer that takes over after a restart skips them instead of
 handling them again. After SIGKILL only what completed since the last flush may run twice;

@@ -1,6 +1,6 @@
 """A client-side lock can go stale for a moment and then be renewed with the same token (the
 renewal thread ran late, but the broker lock had not expired). Meanwhile no handler may
-start (DESIGN.md §5), but the queue's messages must not be thrown away either: when the
+start (docs/fencing.md §3), but the queue's messages must not be thrown away either: when the
 lock is renewed, every key goes on where it stopped — nothing is lost, nothing reordered,
 the low-water mark reaches the end."""
 
@@ -32,15 +32,15 @@ KEYS, PER_KEY = 50, 30  # 1,500 messages, produced over ~4 s
 # while the client-side lock counts as expired after 2 s: it is stale ~0.1 s of every
 # renewal cycle. The broker lock (5 s) does not expire, so each renewal keeps the token.
 LATE_RENEWALS = Timings(
-    lock_ttl=5.0,
-    client_lock_expiry=2.0,
-    lock_renew_interval=1.95,
-    rebalance_interval=5.0,
-    membership_poll=0.3,
-    heartbeat_interval=0.3,
-    heartbeat_timeout=1.5,
-    poll_block=0.1,
-    event_flush_interval=0.1,
+    lock_ttl_s=5.0,
+    client_lock_expiry_s=2.0,
+    lock_renew_interval_s=1.95,
+    rebalance_interval_s=5.0,
+    membership_poll_s=0.3,
+    heartbeat_interval_s=0.3,
+    heartbeat_timeout_s=1.5,
+    poll_block_s=0.1,
+    event_flush_interval_s=0.1,
 )
 
 

@@ -13,6 +13,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 
 from workers import keys
 from workers.broker import Broker, CommitOutcome
+from workers.refs import QueueRef
 
 TOPIC, GROUP, QUEUE = "model", "g", 0
 CONSUMERS = st.sampled_from(["c1", "c2", "c3"])
@@ -44,9 +45,9 @@ class BrokerLocks(RuleBasedStateMachine):
         super().__init__()
         self.client = redis.Redis.from_url(self.redis_url)
         self.client.delete(
-            keys.lock(TOPIC, QUEUE, GROUP),
-            keys.offset(TOPIC, QUEUE, GROUP),
-            keys.dead_letters(TOPIC, QUEUE, GROUP),
+            keys.lock(QueueRef(TOPIC, QUEUE), GROUP),
+            keys.offset(QueueRef(TOPIC, QUEUE), GROUP),
+            keys.dead_letters(QueueRef(TOPIC, QUEUE), GROUP),
         )
         self.broker = Broker(self.client)
         self.model = LockModel()
@@ -61,7 +62,7 @@ class BrokerLocks(RuleBasedStateMachine):
 
     @rule(consumer=CONSUMERS)
     def lock(self, consumer: str) -> None:
-        (grant,) = self.broker.lock_batch(TOPIC, GROUP, [QUEUE], consumer, LONG_TTL_S)
+        (grant,) = self.broker.lock_batch([QueueRef(TOPIC, QUEUE)], GROUP, consumer, LONG_TTL_S)
         m = self.model
         live = m.live_owner()
         if live == consumer:
@@ -78,7 +79,7 @@ class BrokerLocks(RuleBasedStateMachine):
     @rule(consumer=CONSUMERS)
     def renew_only(self, consumer: str) -> None:
         (grant,) = self.broker.lock_batch(
-            TOPIC, GROUP, [QUEUE], consumer, LONG_TTL_S, renew_only=True
+            [QueueRef(TOPIC, QUEUE)], GROUP, consumer, LONG_TTL_S, renew_only=True
         )
         m = self.model
         if m.live_owner() == consumer:
@@ -89,7 +90,7 @@ class BrokerLocks(RuleBasedStateMachine):
     @rule(consumer=CONSUMERS, pick=st.integers(0, 8))
     def unlock(self, consumer: str, pick: int) -> None:
         token = self._token_of(consumer, pick)
-        released = self.broker.unlock(TOPIC, GROUP, QUEUE, consumer, token)
+        released = self.broker.unlock(QueueRef(TOPIC, QUEUE), GROUP, consumer, token)
         m = self.model
         assert released == (m.owner == consumer and m.token == token)
         if released:
@@ -98,14 +99,14 @@ class BrokerLocks(RuleBasedStateMachine):
     @rule()
     def expire(self) -> None:
         """Time passes beyond the lock's ttl (without waiting for it)."""
-        if self.client.exists(keys.lock(TOPIC, QUEUE, GROUP)):
-            self.client.hset(keys.lock(TOPIC, QUEUE, GROUP), "expires_at", 1)
+        if self.client.exists(keys.lock(QueueRef(TOPIC, QUEUE), GROUP)):
+            self.client.hset(keys.lock(QueueRef(TOPIC, QUEUE), GROUP), "expires_at", 1)
             self.model.expired = True
 
     @rule(consumer=CONSUMERS, pick=st.integers(0, 8), offset=st.integers(0, 10**6))
     def commit(self, consumer: str, pick: int, offset: int) -> None:
         token = self._token_of(consumer, pick)
-        result = self.broker.commit(TOPIC, GROUP, QUEUE, consumer, token, offset)
+        result = self.broker.commit(QueueRef(TOPIC, QUEUE), GROUP, consumer, token, offset)
         expected = self.model.outcome_for(consumer, token)
         assert result.outcome is expected, (consumer, token, self.model)
         if expected is CommitOutcome.OK:
@@ -115,7 +116,12 @@ class BrokerLocks(RuleBasedStateMachine):
     def dead_letter(self, consumer: str, pick: int, offset: int) -> None:
         token = self._token_of(consumer, pick)
         result = self.broker.dead_letter(
-            TOPIC, GROUP, QUEUE, consumer, token, offset, {"offset": offset - 1, "error": "poison"}
+            QueueRef(TOPIC, QUEUE),
+            GROUP,
+            consumer,
+            token,
+            offset,
+            {"offset": offset - 1, "error": "poison"},
         )
         expected = self.model.outcome_for(consumer, token)
         assert result.outcome is expected, (consumer, token, self.model)
@@ -126,8 +132,10 @@ class BrokerLocks(RuleBasedStateMachine):
 
     @invariant()
     def offset_moved_only_by_accepted_commits(self) -> None:
-        assert self.broker.read_offset(TOPIC, GROUP, QUEUE).committed == self.model.committed
-        dlq = self.client.xlen(keys.dead_letters(TOPIC, QUEUE, GROUP))
+        assert (
+            self.broker.read_offset(QueueRef(TOPIC, QUEUE), GROUP).committed == self.model.committed
+        )
+        dlq = self.client.xlen(keys.dead_letters(QueueRef(TOPIC, QUEUE), GROUP))
         assert dlq == self.model.dead_letters
 
 

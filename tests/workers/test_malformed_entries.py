@@ -16,6 +16,7 @@ from tests.workers.harness import (
 )
 from workers import Producer, create_topic, keys
 from workers.broker import Broker
+from workers.refs import QueueRef
 
 TOPIC, GROUP = "orders", "shipping"
 
@@ -23,8 +24,8 @@ TOPIC, GROUP = "orders", "shipping"
 def _write_by_hand(client: redis.Redis, queue: int, **fields: str) -> int:
     """Reserve the next offset the way produce.lua does and append an entry at
     "<offset>-1" with only the given fields."""
-    offset = int(client.incr(keys.sequence(TOPIC, queue))) - 1
-    client.xadd(keys.stream(TOPIC, queue), dict(fields), id=f"{offset}-1")  # type: ignore[arg-type]
+    offset = int(client.incr(keys.sequence(QueueRef(TOPIC, queue)))) - 1
+    client.xadd(keys.stream(QueueRef(TOPIC, queue)), dict(fields), id=f"{offset}-1")  # type: ignore[arg-type]
     return offset
 
 
@@ -46,13 +47,16 @@ def test_it_dead_letters_a_malformed_entry_with_the_reason_and_keeps_consuming(
     )
 
     assert [r["s"] for r in handled(redis_client)] == [0, 1, 2]
-    dlq = [fields for _, fields in stream_entries(redis_client, keys.dead_letters(TOPIC, 0, GROUP))]
+    dlq = [
+        fields
+        for _, fields in stream_entries(redis_client, keys.dead_letters(QueueRef(TOPIC, 0), GROUP))
+    ]
     assert [int(f[b"offset"]) for f in dlq] == [no_body, bad_headers]
     assert dlq[0][b"error"].startswith(b"malformed entry: missing field")
     assert b"'b'" in dlq[0][b"error"]
     assert dlq[0][b"key"] == b"order-7"
     assert dlq[1][b"error"] == b"malformed entry: headers are not a JSON object"
-    assert Broker(redis_client).read_offset(TOPIC, GROUP, 0).committed == 5
+    assert Broker(redis_client).read_offset(QueueRef(TOPIC, 0), GROUP).committed == 5
     reported = wait_until(
         lambda: events(redis_client, "malformed_entry"), 5, "malformed_entry events"
     )

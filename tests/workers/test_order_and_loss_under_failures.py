@@ -1,4 +1,4 @@
-"""The invariants of DESIGN.md §5 under the failures that break naive consumers: three
+"""The invariants of docs/semantics.md §10 under the failures that break naive consumers: three
 consumer processes share 20,000 messages over 500 keys while one is killed with SIGKILL,
 one is frozen with SIGSTOP in the middle of a handler until its lock has expired and is
 then resumed, and a new one joins. Afterwards nothing was lost, per key the first successful
@@ -39,8 +39,8 @@ KEYS, PER_KEY = 500, 40  # 20,000 messages
 # while there is still a backlog to consume.
 SEND_BATCH, SEND_BATCH_INTERVAL_S = 40, 0.05
 SLOW_KEY, SLOW_HANDLER_S = "order-slow", 3.0
-# Frozen this long the consumer's locks have expired (lock_ttl) and been re-granted.
-FREEZE_S = FAST.lock_ttl + 2.5
+# Frozen this long the consumer's locks have expired (lock_ttl_s) and been re-granted.
+FREEZE_S = FAST.lock_ttl_s + 2.5
 
 
 def _produce(producer: Producer, sends: list[str], sent: Counter[str]) -> None:

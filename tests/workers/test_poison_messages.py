@@ -20,6 +20,7 @@ from tests.workers.harness import (
 )
 from workers import Producer, create_topic, keys
 from workers.broker import Broker
+from workers.refs import QueueRef
 
 TOPIC, GROUP = "orders", "billing"
 
@@ -53,7 +54,7 @@ def test_it_dead_letters_a_poison_message_after_exactly_max_reconsume_retries(
     )
 
     assert int(redis_client.hget(CALLS, f"{queue}:{poison}") or 0) == 4  # 1 call + 3 retries
-    dlq = stream_entries(redis_client, keys.dead_letters(TOPIC, queue, GROUP))
+    dlq = stream_entries(redis_client, keys.dead_letters(QueueRef(TOPIC, queue), GROUP))
     assert len(dlq) == 1
     entry = dlq[0][1]
     assert int(entry[b"offset"]) == poison
@@ -63,7 +64,7 @@ def test_it_dead_letters_a_poison_message_after_exactly_max_reconsume_retries(
     handled_order = [(r["k"], r["s"]) for r in handled(redis_client)]
     assert [s for k, s in handled_order if k == "order-1"] == [0, 2, 3, 4]
     assert [s for k, s in handled_order if k == "order-2"] == [0, 1, 2, 3, 4]
-    assert Broker(redis_client).read_offset(TOPIC, GROUP, queue).committed == SENT
+    assert Broker(redis_client).read_offset(QueueRef(TOPIC, queue), GROUP).committed == SENT
     wait_until(lambda: events(redis_client, "dead_lettered"), 5, "the dead_lettered event")
     (dead,) = events(redis_client, "dead_lettered")
     assert dead["details"]["offset"] == poison and dead["key"] == "order-1"
@@ -86,8 +87,8 @@ def test_it_blocks_the_queue_behind_a_poison_message_when_retries_are_unbounded(
 
     assert later >= first + 5, f"retries stopped growing: {first} -> {later}"
     assert [(r["k"], r["s"]) for r in handled(redis_client)] == [("order-1", 0)]
-    assert redis_client.xlen(keys.dead_letters(TOPIC, queue, GROUP)) == 0
-    assert Broker(redis_client).read_offset(TOPIC, GROUP, queue).committed == poison
+    assert redis_client.xlen(keys.dead_letters(QueueRef(TOPIC, queue), GROUP)) == 0
+    assert Broker(redis_client).read_offset(QueueRef(TOPIC, queue), GROUP).committed == poison
     wait_until(lambda: len(events(redis_client, "consume_failed")) >= 5, 5, "consume_failed events")
     retries = [e["details"]["reconsume_times"] for e in events(redis_client, "consume_failed")]
     assert retries == list(range(1, len(retries) + 1))

@@ -8,10 +8,11 @@ import redis
 
 from workers import InvalidMessageError, Producer, UnknownTopicError, create_topic, keys
 from workers.config import Limits
+from workers.refs import QueueRef
 
 
 def _stored(client: redis.Redis, topic: str, queues: int) -> int:
-    return sum(int(client.xlen(keys.stream(topic, q))) for q in range(queues))
+    return sum(int(client.xlen(keys.stream(QueueRef(topic, q)))) for q in range(queues))
 
 
 def test_it_refuses_to_send_to_a_topic_that_does_not_exist(

@@ -48,7 +48,7 @@ def _settles_to(client: redis.Redis, expected: dict[str, list[int]], since: floa
 
     wait_until(
         lambda: owners() == expected,
-        FAST.rebalance_interval * 3,
+        FAST.rebalance_interval_s * 3,
         lambda: f"locks to settle to {expected}; they are {owners()}",
         interval=0.02,
     )
@@ -93,8 +93,8 @@ def test_it_spreads_queues_evenly_as_consumers_join_and_leave(
     assert a.stop() == 0 and b.stop() == 0
 
     print(f"1 -> 3 settled in {joined:.2f}s, 3 -> 2 in {left:.2f}s")
-    assert joined < FAST.rebalance_interval, f"1 -> 3 took {joined:.1f}s"
-    assert left < FAST.rebalance_interval, f"3 -> 2 took {left:.1f}s"
+    assert joined < FAST.rebalance_interval_s, f"1 -> 3 took {joined:.1f}s"
+    assert left < FAST.rebalance_interval_s, f"3 -> 2 took {left:.1f}s"
     records = handled(redis_client)
     assert order_violations(records, dict(sent)) == {}
     assert overlapping_handlings(records) == []

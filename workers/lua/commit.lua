@@ -1,4 +1,5 @@
 -- Fenced offset commit.
+-- Prelude: fence (workers/lua/_fence.lua: `now`, `fence_check`)
 -- KEYS[1]: the lock hash    (ls:{topic:queue}:lock:<group>)
 -- KEYS[2]: the offset hash  (ls:{topic:queue}:offset:<group>)
 -- ARGV[1]: consumer id
@@ -7,16 +8,8 @@
 -- ARGV[4]: completed offsets above it, encoded by the caller ('' when none)
 -- Returns: {1, token} on success; {0, current_token} when the token or owner is stale;
 --          {-1, current_token} when the caller's lock has expired on the broker side.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local owner = redis.call('HGET', KEYS[1], 'owner')
-local token = tonumber(redis.call('HGET', KEYS[1], 'token') or '0')
-if owner ~= ARGV[1] or token ~= tonumber(ARGV[2]) then
-  return {0, token}
-end
-if tonumber(redis.call('HGET', KEYS[1], 'expires_at') or '0') <= now then
-  return {-1, token}
-end
+local token, refused = fence_check(KEYS[1], ARGV[1], ARGV[2])
+if refused then return refused end
 redis.call('HSET', KEYS[2], 'committed', ARGV[3], 'completed', ARGV[4],
   'token', token, 'updated_at', now)
 return {1, token}

@@ -1,6 +1,7 @@
 -- Fenced move of one message to its group's dead-letter stream, with the offset commit
 -- that follows it, in one step: the message is either dead-lettered and committed past,
 -- or neither.
+-- Prelude: fence (workers/lua/_fence.lua: `now`, `fence_check`)
 -- KEYS[1]: the lock hash          (ls:{topic:queue}:lock:<group>)
 -- KEYS[2]: the offset hash        (ls:{topic:queue}:offset:<group>)
 -- KEYS[3]: the dead-letter stream (ls:{topic:queue}:dlq:<group>)
@@ -13,18 +14,11 @@
 -- ARGV[6..]: field/value pairs of the dead-letter entry
 -- Returns: {1, token, dlq_entry_id} on success, {0, token} when fenced out,
 --          {-1, token} when the lock expired.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local token = 0
 if ARGV[2] ~= '' then
-  local owner = redis.call('HGET', KEYS[1], 'owner')
-  token = tonumber(redis.call('HGET', KEYS[1], 'token') or '0')
-  if owner ~= ARGV[1] or token ~= tonumber(ARGV[2]) then
-    return {0, token}
-  end
-  if tonumber(redis.call('HGET', KEYS[1], 'expires_at') or '0') <= now then
-    return {-1, token}
-  end
+  local refused
+  token, refused = fence_check(KEYS[1], ARGV[1], ARGV[2])
+  if refused then return refused end
 end
 local fields = {}
 for i = 6, #ARGV do fields[#fields + 1] = ARGV[i] end

@@ -36,15 +36,15 @@ class Command(BaseCommand):
         if repeats is not None and repeats < 1:
             raise CommandError("--repeats must be at least 1")
         if options["name"] == "dashboard":
-            from workers.bench import dashboard
+            from bench import dashboard
 
             result = dashboard.run(messages or 200_000, repeats or 5)
         elif options["name"] == "ordering":
-            from workers.bench import ordering
+            from bench import ordering
 
             result = ordering.run(messages or 60_000, repeats or 5)
         else:
-            from workers.bench import runtime
+            from bench import runtime
 
             result = runtime.run(messages or 20_000, repeats or 3)
         if options["json"]:

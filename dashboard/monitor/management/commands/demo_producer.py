@@ -7,9 +7,9 @@ import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
+from dashboard.demo.producer import run_demo_producer
 from dashboard.monitor.models import Topic
 from dashboard.monitor.redis_conn import get_redis
-from workers.demo.producer import run_demo_producer
 from workers.topics import create_topic
 
 

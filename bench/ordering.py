@@ -11,7 +11,7 @@ Cases, all measured in one run (each consumer is a ``manage.py consume`` subproc
   mark far behind, then a fresh consumer: how many messages are handled twice.
 
 Throughput is taken from the handler's own completion times (first completion to the
-last, see ``workers.bench.handlers``), so process start-up and the key-ordering flush
+last, see ``bench.handlers``), so process start-up and the key-ordering flush
 interval are not counted; every case also waits until the group committed everything.
 """
 
@@ -25,14 +25,15 @@ from typing import Any
 
 import redis
 
+from bench.common import ConsumerProcess, committed_total, load_topic, private_redis
+from bench.handlers import IO_LATENCY_S, handled_key, stats_key
 from workers import keys
-from workers.bench.common import ConsumerProcess, committed_total, load_topic, private_redis
-from workers.bench.handlers import IO_LATENCY_S, handled_key, stats_key
 from workers.hashing import stable_hash
 from workers.lanes import lane_hash
 from workers.message import decode_entry, parse_offset
 from workers.offset_tracker import decode_ranges
 from workers.redis_types import as_bytes, entries
+from workers.refs import QueueRef
 
 QUEUES = 8
 KEY_COUNT = 4000
@@ -41,9 +42,9 @@ NOOP_BATCH = 32
 BARE_BATCH = 32
 FLUSH_INTERVAL_MS = 500
 
-NOOP = "workers.bench.handlers.checked_noop"
-SLEEP = "workers.bench.handlers.checked_sleep10"
-RECORDED = "workers.bench.handlers.recorded_sleep10"
+NOOP = "bench.handlers.checked_noop"
+SLEEP = "bench.handlers.checked_sleep10"
+RECORDED = "bench.handlers.recorded_sleep10"
 
 # The kill case: short lock and heartbeat timings so the fresh consumer gets the queue a
 # few seconds after the kill (RocketMQ's 60 s lock would dominate the run otherwise).
@@ -77,8 +78,9 @@ def bare_loop(
     """Messages per second of the minimal loop (``total`` messages in ``queues`` streams).
     With ``decode`` it also turns every entry into a ``Message`` as the runtime does (for
     the reader: how much of the gap is decoding)."""
-    streams = [keys.stream(topic, q) for q in range(queues)]
-    offsets = [keys.offset(topic, q, group) for q in range(queues)]
+    refs = [QueueRef(topic, q) for q in range(queues)]
+    streams = [keys.stream(ref) for ref in refs]
+    offsets = [keys.offset(ref, group) for ref in refs]
     position = [0] * queues
     done = 0
     started = time.perf_counter()
@@ -89,7 +91,7 @@ def bare_loop(
             if rows:
                 if decode:
                     for entry_id, fields in rows:
-                        decode_entry(topic, q, entry_id, fields)
+                        decode_entry(refs[q], entry_id, fields)
                 position[q] = parse_offset(rows[-1][0]) + 1
                 client.hset(offsets[q], "committed", position[q])
                 progress += len(rows)
@@ -200,7 +202,7 @@ def kill_case(
         raise
     # The process is gone: what it left in Redis is what the next owner starts from.
     done_at_kill = {_parse_field(as_bytes(f)) for f in client.hkeys(handled)}
-    stored = [client.hgetall(keys.offset(topic, q, group)) for q in range(KILL_QUEUES)]
+    stored = [client.hgetall(keys.offset(QueueRef(topic, q), group)) for q in range(KILL_QUEUES)]
     low_water = [int(s.get(b"committed", b"0")) for s in stored]
     persisted: set[tuple[int, int]] = set()
     for q, s in enumerate(stored):

@@ -1,6 +1,6 @@
-"""One queue under key ordering: the pull side of DESIGN.md section 2.
+"""Key ordering: a queue's messages run on the subscription's lanes, ordered per key.
 
-Contract (beyond ``QueueWorker``'s lock and fencing contract):
+Beyond the base contract (``workers.ordering.base``):
 - The worker's own thread pulls the queue in offset order and hands each message to its
   key's lane; lanes run the handler. Per key, messages run one at a time in offset order.
 - A failing message blocks only its own key, which retries with per-key back-off
@@ -14,6 +14,7 @@ Contract (beyond ``QueueWorker``'s lock and fencing contract):
 - Pulling pauses when ``max_in_flight`` messages are unfinished and resumes at half.
 - On drop, no new message of the queue starts; the worker waits for the ones running,
   flushes, and only then unlocks.
+See docs/lanes.md and docs/semantics.md.
 """
 
 from __future__ import annotations
@@ -22,40 +23,36 @@ import itertools
 import logging
 import threading
 import time
-import traceback
 from collections import defaultdict
-from typing import Any
 
 from workers import events as ev
 from workers.broker import CommitOutcome, CommitResult, dead_letter_entry
+from workers.cards import BlockedKey, KeyState, QueueSnapshot
 from workers.config import UNBOUNDED, AfterDlq
 from workers.lanes import LanePool, Task, Verdict
-from workers.message import (
-    ConsumeContext,
-    ConsumeStatus,
-    MalformedEntry,
-    Message,
-    decode_entry,
-    deserialize,
-    serialize,
-)
+from workers.message import MalformedEntry, Message, deserialize, serialize
 from workers.offset_tracker import OffsetTracker
-from workers.queue_worker import QueueWorker, WorkerEnv, _describe, _status_of
+from workers.ordering.base import QueueWorker, WorkerEnv, malformed_dead_letter
+from workers.refs import QueueRef
 
 log = logging.getLogger(__name__)
 
+# Entries read per round trip: large reads keep the lanes fed; each read is also capped by
+# the room left under max_in_flight.
 FETCH_COUNT = 256
 PARKED_POLL_S = 0.5  # how soon an operator's replay/discard is picked up
 # A key whose message finds the client-side lock stale waits this long and tries again: the
 # lock is either renewed soon (the key goes on) or lost (the worker is dropped and purged).
 STALE_LOCK_RETRY_S = 0.05
-STATE_EVENT_S = 1.0  # how often the queue's key-level state is reported
+STATE_EVENT_S = 1.0  # how often the queue's key-level state is reported (a live view)
 _serials = itertools.count(1)
 
 
-class KeyQueueWorker(QueueWorker):
-    def __init__(self, env: WorkerEnv, queue: int, token: int | None) -> None:
-        super().__init__(env, queue, token)
+class KeyOrderingWorker(QueueWorker):
+    """Also the lanes' ``LaneClient``: ``process`` and ``park_tasks`` run on lane threads."""
+
+    def __init__(self, env: WorkerEnv, ref: QueueRef, token: int | None) -> None:
+        super().__init__(env, ref, token)
         if env.lanes is None:
             raise ValueError("key ordering needs the subscription's lane pool")
         self.lanes: LanePool = env.lanes
@@ -74,43 +71,42 @@ class KeyQueueWorker(QueueWorker):
         self._holds_finished = 0
         self._running = 0
         self.parked: dict[str, str] = {}  # key -> "held" | "releasing"
-        self.blocked: dict[str, dict[str, Any]] = {}
+        self.blocked: dict[str, BlockedKey] = {}
         self.flow_paused = False
         self._dirty = False
-        self._last_state: dict[str, Any] = {}
+        self._last_state: KeyState | None = None
 
-    # -- pull side (the worker's own thread) --------------------------------------------
-    def _run(self) -> None:
-        try:
-            self._restore()
-            self._pull_loop()
-        except Exception:
-            log.exception("queue %s/%s pull loop crashed", self.env.sub.topic, self.queue)
-            self._emit(ev.HANDLER_ERROR, details={"error": traceback.format_exc()[-2000:]})
-            self.drop("crashed")
-        finally:
-            self._drain_and_flush()
-            self._finish()
-
-    def _restore(self) -> None:
+    # -- the contract (the worker's own thread) -----------------------------------------
+    def restore(self) -> None:
         env = self.env
-        stored = env.broker.read_offset(env.sub.topic, env.sub.group, self.queue)
+        stored = env.broker.read_offset(self.ref, env.sub.group)
         self.tracker = OffsetTracker(stored.committed, stored.completed)
         self.next_fetch = stored.committed
-        states = env.broker.parked_keys(env.sub.topic, env.sub.group, self.queue)
+        states = env.broker.parked_keys(self.ref, env.sub.group)
         self.parked = {k: str(v.get("state", "held")) for k, v in states.items()}
         for key, state in self.parked.items():
             if state == "releasing":
                 self._submit_parked(key)
 
-    def _pull_loop(self) -> None:
+    def commit_point(self) -> int:
+        return self.tracker.low_water
+
+    def snapshot(self) -> QueueSnapshot:
+        out = self.base_snapshot(0, self.next_fetch)
+        keys = self.key_state()
+        out.update(keys)
+        if keys["flow_paused"]:
+            out["state"] = "paused"
+        elif keys["blocked_count"]:
+            out["state"] = "blocked"
+        return out
+
+    def consume(self) -> None:
         sub = self.env.sub
         next_flush = next_parked_poll = next_state = 0.0
-        while not self._dropped.is_set():
+        while not self.stopping.is_set():
             now = time.monotonic()
-            if not self.lock_valid():
-                self.state = "lock_expired"
-                self._dropped.wait(0.05)
+            if self.waited_for_renewal():
                 continue
             if now >= next_flush:
                 self._flush()
@@ -122,7 +118,7 @@ class KeyQueueWorker(QueueWorker):
                 self._report_state()
                 next_state = now + STATE_EVENT_S
             if self._flow_controlled():
-                self._dropped.wait(0.01)
+                self.stopping.wait(0.01)
                 continue
             self.state = "consuming"
             self._pull(min(FETCH_COUNT, sub.max_in_flight - self.tracker.in_flight))
@@ -133,30 +129,16 @@ class KeyQueueWorker(QueueWorker):
         if not self.flow_paused and in_flight >= limit:
             self.flow_paused = True
             self.state = "paused"
-            self._emit(ev.FLOW_PAUSED, details={"in_flight": in_flight, "max_in_flight": limit})
+            self.emit(ev.FLOW_PAUSED, details={"in_flight": in_flight, "max_in_flight": limit})
         elif self.flow_paused and in_flight <= limit // 2:
             self.flow_paused = False
-            self._emit(ev.FLOW_RESUMED, details={"in_flight": in_flight, "max_in_flight": limit})
+            self.emit(ev.FLOW_RESUMED, details={"in_flight": in_flight, "max_in_flight": limit})
         return self.flow_paused
 
     def _pull(self, room: int) -> None:
-        env = self.env
-        entries = env.broker.read_from(
-            env.sub.topic, self.queue, self.next_fetch, max(1, room), block_s=env.timings.poll_block
-        )
+        items = self.read(max(1, room), self.env.timings.poll_block_s)
         to_park: dict[str, list[Task]] = defaultdict(list)
-        for entry_id, fields in entries:
-            try:
-                item: Message | MalformedEntry = decode_entry(
-                    env.sub.topic, self.queue, entry_id, fields
-                )
-            except MalformedEntry as bad:
-                item = bad
-            except ValueError:
-                continue
-            if item.offset < self.next_fetch:
-                continue
-            self.next_fetch = item.offset + 1
+        for item in items:
             with self._mutex:
                 self.tracker.dispatched(item.offset)
                 if self.tracker.already_done(item.offset):
@@ -180,7 +162,7 @@ class KeyQueueWorker(QueueWorker):
     # -- lane side (called from lane threads) ---------------------------------------------
     def process(self, task: Task) -> tuple[Verdict, float]:
         with self._mutex:
-            if self._dropped.is_set():
+            if self.stopping.is_set():
                 return Verdict.DISCARD, 0.0
             if not self.lock_valid():
                 # Not DISCARD: the worker lives on if the lock is renewed, and the key's
@@ -189,42 +171,17 @@ class KeyQueueWorker(QueueWorker):
                 return Verdict.RETRY, STALE_LOCK_RETRY_S
             self._running += 1
         try:
-            status, error, suspend = self._invoke_one(task.message)
+            attempt = self.invoke([task.message], key=task.message.key)
         finally:
             with self._mutex:
                 self._running -= 1
                 self._idle.notify_all()
-        if status is ConsumeStatus.SUCCESS:
+        if attempt.succeeded:
             return self._succeeded(task)
-        return self._failed(task, error, suspend)
-
-    def _invoke_one(self, message: Message) -> tuple[ConsumeStatus, str, float]:
-        env = self.env
-        ctx = ConsumeContext(
-            env.sub.topic,
-            env.sub.group,
-            self.queue,
-            env.consumer_id,
-            self.token or 0,
-            env.sub.suspend_ms,
+        # A suspend time the handler chose replaces the key's back-off for this retry.
+        return self._failed(
+            task, attempt.error, attempt.suspend_s if attempt.suspend_chosen else 0.0
         )
-        started = time.monotonic()
-        try:
-            status, error = _status_of(env.handler([message], ctx))
-        except Exception as exc:
-            status, error = ConsumeStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT, _describe(exc)
-        if not self.lock_valid():
-            self._emit(
-                ev.LOCK_MARGIN_OVERRUN,
-                key=message.key,
-                details={
-                    "offsets": [message.offset, message.offset],
-                    "handler_seconds": round(time.monotonic() - started, 3),
-                    "client_lock_expiry": env.timings.client_lock_expiry,
-                },
-            )
-        suspend = ctx.suspend_seconds if ctx.suspend_ms != env.sub.suspend_ms else 0.0
-        return status, error, suspend
 
     def _succeeded(self, task: Task) -> tuple[Verdict, float]:
         m = task.message
@@ -243,15 +200,16 @@ class KeyQueueWorker(QueueWorker):
         delay = suspend or sub.retry_delay(m.reconsume_times)
         with self._mutex:
             behind = self._waiting_behind(m.key)
+            previous = self.blocked.get(m.key)
             self.blocked[m.key] = {
                 "key": m.key,
                 "offset": m.offset,
                 "retries": m.reconsume_times,
                 "waiting": behind,
                 "error": error,
-                "since": self.blocked.get(m.key, {}).get("since", time.time()),
+                "since_ms": previous["since_ms"] if previous else int(time.time() * 1000),
             }
-        self._emit(
+        self.emit(
             ev.CONSUME_FAILED,
             key=m.key,
             details={
@@ -292,9 +250,8 @@ class KeyQueueWorker(QueueWorker):
                 self.tracker.done(m.offset)
                 low, completed = self.tracker.low_water, self.tracker.completed_above()
             result = env.broker.dead_letter(
-                env.sub.topic,
+                self.ref,
                 env.sub.group,
-                self.queue,
                 env.consumer_id,
                 self.token,
                 low,
@@ -302,24 +259,13 @@ class KeyQueueWorker(QueueWorker):
                 completed=completed,
                 park_key=m.key if hold else "",
             )
-        if not self._accepted(result, low):
+        if not self.accepted(result, low):
             return Verdict.DISCARD, 0.0
         if task.parked_member and not self._unpark(m.key, task.parked_member):
             return Verdict.DISCARD, 0.0
-        self._emit(
-            ev.DEAD_LETTERED,
-            key=m.key,
-            details={
-                "offset": m.offset,
-                "reconsume_times": m.reconsume_times,
-                "error": error,
-                "dlq_id": result.dlq_id,
-                "committed": low,
-                "after_dlq": env.sub.after_dlq.value,
-            },
-        )
+        self.report_dead_letter(m, error, result.dlq_id, low, after_dlq=env.sub.after_dlq.value)
         if hold:
-            self._emit(
+            self.emit(
                 ev.KEY_PARKED, key=m.key, details={"offset": m.offset, "dlq_id": result.dlq_id}
             )
             return Verdict.PARK, 0.0
@@ -342,7 +288,7 @@ class KeyQueueWorker(QueueWorker):
         """Park the key's messages durably and count them done for the queue. Fenced in
         Redis, so a client-side lock gone stale meanwhile does not stop it: dropping the
         messages instead would leave their offsets never done."""
-        if not tasks or self._dropped.is_set():
+        if not tasks or self.stopping.is_set():
             return
         env = self.env
         members = [(t.message.offset, t.parked_member or serialize(t.message)) for t in tasks]
@@ -352,9 +298,8 @@ class KeyQueueWorker(QueueWorker):
                     self.tracker.done(t.message.offset)
                 low, completed = self.tracker.low_water, self.tracker.completed_above()
             result = env.broker.park(
-                env.sub.topic,
+                self.ref,
                 env.sub.group,
-                self.queue,
                 env.consumer_id,
                 self.token or 0,
                 key,
@@ -362,8 +307,8 @@ class KeyQueueWorker(QueueWorker):
                 low,
                 completed,
             )
-        if self._accepted(result, low):
-            self._emit(
+        if self.accepted(result, low):
+            self.emit(
                 ev.MESSAGES_PARKED,
                 key=key,
                 details={"offsets": [o for o, _ in members], "committed": low},
@@ -372,15 +317,15 @@ class KeyQueueWorker(QueueWorker):
     def _unpark(self, key: str, member: str) -> bool:
         env = self.env
         outcome, freed = env.broker.unpark(
-            env.sub.topic, env.sub.group, self.queue, env.consumer_id, self.token or 0, key, member
+            self.ref, env.sub.group, env.consumer_id, self.token or 0, key, member
         )
         if outcome is not CommitOutcome.OK:
-            self._accepted(CommitResult(outcome, 0), self.tracker.low_water)
+            self.accepted(CommitResult(outcome, 0), self.tracker.low_water)
             return False
         if freed:
             with self._mutex:
                 self.parked.pop(key, None)
-            self._emit(ev.KEY_RELEASED, key=key)
+            self.emit(ev.KEY_RELEASED, key=key)
         return True
 
     # -- parked keys -------------------------------------------------------------------
@@ -388,7 +333,7 @@ class KeyQueueWorker(QueueWorker):
         env = self.env
         with self._mutex:
             finished_before = self._holds_finished
-        states = env.broker.parked_keys(env.sub.topic, env.sub.group, self.queue)
+        states = env.broker.parked_keys(self.ref, env.sub.group)
         released: list[str] = []
         with self._mutex:  # one section: a hold starting meanwhile comes after it whole
             # A hold written (or still being written) while the snapshot was read may be
@@ -409,21 +354,21 @@ class KeyQueueWorker(QueueWorker):
 
     def _submit_parked(self, key: str) -> None:
         env = self.env
-        members = env.broker.parked_messages(env.sub.topic, env.sub.group, self.queue, key)
+        members = env.broker.parked_messages(self.ref, env.sub.group, key)
         if not members:
             # A discarded dead letter with nothing parked behind it. unpark.lua frees the
             # key only if its parked set is still empty, in one step: a park landing just
             # before is then run below, not stranded behind a freed key.
             if not self._unpark(key, ""):
                 return
-            members = env.broker.parked_messages(env.sub.topic, env.sub.group, self.queue, key)
+            members = env.broker.parked_messages(self.ref, env.sub.group, key)
             if not members:  # freed (now, or before by the unpark of its last message)
                 with self._mutex:
                     if self.parked.get(key) == "releasing":  # not held again meanwhile
                         del self.parked[key]
                 return
         for member in members:
-            message = deserialize(env.sub.topic, self.queue, member)
+            message = deserialize(self.ref, member)
             self.lanes.submit(Task(message, self, parked_member=member))
 
     # -- offsets -----------------------------------------------------------------------
@@ -431,11 +376,6 @@ class KeyQueueWorker(QueueWorker):
         with self._mutex:
             self.tracker.done(offset)
             self._dirty = True
-
-    def _commit_point(self) -> int:
-        # What lock_released reports: the low-water mark. (The base class's buffer is not
-        # used under key ordering; its answer would be the next offset to pull.)
-        return self.tracker.low_water
 
     def _flush(self) -> bool:
         with self._commit_lock:
@@ -446,95 +386,55 @@ class KeyQueueWorker(QueueWorker):
                 return True
             env = self.env
             result = env.broker.commit(
-                env.sub.topic,
+                self.ref,
                 env.sub.group,
-                self.queue,
                 env.consumer_id,
                 self.token,
                 low,
                 completed,
             )
-        return self._accepted(result, low, completed=completed)
-
-    def _accepted(self, result: CommitResult, offset: int, completed: str = "") -> bool:
-        env = self.env
-        if result.ok:
-            env.events.committed(
-                env.sub.topic,
-                env.sub.group,
-                self.queue,
-                self.token,
-                env.consumer_id,
-                offset,
-                highest_completed=self.tracker.highest_completed,
-            )
-            return True
-        self._emit(
-            ev.FENCING_REJECTED,
-            details={
-                "offset": offset,
-                "completed": completed,
-                "current_token": result.current_token,
-                "outcome": result.outcome.name.lower(),
-            },
+        return self.accepted(
+            result, low, completed, highest_completed=self.tracker.highest_completed
         )
-        self.drop("fenced", release_lock=False)
-        return False
 
-    def _drain_and_flush(self) -> None:
+    def finish(self) -> None:
         """No new message starts (``active`` is false); wait for the running ones, then
         commit what completed. Bounded by the client-side lock expiry."""
         self.lanes.purge(self.serial)
-        deadline = time.monotonic() + self.env.timings.client_lock_expiry
+        deadline = time.monotonic() + self.env.timings.client_lock_expiry_s
         with self._mutex:
             while self._running and time.monotonic() < deadline:
                 self._idle.wait(0.1)
             self._dirty = True
         try:
-            if self._release_lock:
+            if self.release_lock:
                 self._flush()
         except Exception:
-            log.warning(
-                "final flush of %s/%s failed", self.env.sub.topic, self.queue, exc_info=True
-            )
+            log.warning("final flush of %s failed", self.ref, exc_info=True)
 
     def _dead_letter_malformed_key_mode(self, bad: MalformedEntry) -> None:
-        entry = {
-            "topic": self.env.sub.topic,
-            "queue": self.queue,
-            "offset": bad.offset,
-            "key": bad.raw.get(b"k", b"").decode("utf-8", "replace"),
-            "body": bad.raw.get(b"b", b""),
-            "headers": "{}",
-            "produced_at_ms": 0,
-            "reconsume_times": 0,
-            "group": self.env.sub.group,
-            "error": f"malformed entry: {bad.reason}",
-        }
+        entry = malformed_dead_letter(self.ref, self.env.sub.group, bad)
         with self._commit_lock:
             with self._mutex:
                 self.tracker.done(bad.offset)
                 low, completed = self.tracker.low_water, self.tracker.completed_above()
             result = self.env.broker.dead_letter(
-                self.env.sub.topic,
+                self.ref,
                 self.env.sub.group,
-                self.queue,
                 self.env.consumer_id,
                 self.token,
                 low,
                 entry,
                 completed=completed,
             )
-        if self._accepted(result, low):
-            self._emit(
-                ev.MALFORMED_ENTRY,
-                details={"offset": bad.offset, "reason": bad.reason, "dlq_id": result.dlq_id},
-            )
+        if self.accepted(result, low):
+            self.report_malformed(bad, result.dlq_id)
 
     # -- reporting ---------------------------------------------------------------------
-    def key_state(self) -> dict[str, Any]:
+    def key_state(self) -> KeyState:
+        """The key-level fields of the queue's snapshot (and of ``key_state`` events)."""
         with self._mutex:
-            blocked = sorted(self.blocked.values(), key=lambda b: b["since"])[:20]
+            blocked = sorted(self.blocked.values(), key=lambda b: b["since_ms"])[:20]
             return {
                 "low_water": self.tracker.low_water,
                 "highest_completed": self.tracker.highest_completed,
@@ -550,4 +450,4 @@ class KeyQueueWorker(QueueWorker):
         state = self.key_state()
         if state != self._last_state:
             self._last_state = state
-            self._emit(ev.KEY_STATE, details=state)
+            self.emit(ev.KEY_STATE, details=dict(state))

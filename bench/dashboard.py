@@ -17,7 +17,7 @@ All on one private redis-server; every process is a subprocess as in production.
   queue update listing it. Target: p95 ≤ 1 s.
 
 Django is imported only inside the ingest subprocess (``python -m
-workers.bench.dashboard ingest N``): ``workers`` must not need Django to import.
+bench.dashboard ingest N``): ``workers`` must not need Django to import.
 """
 
 from __future__ import annotations
@@ -47,16 +47,16 @@ from typing import Any
 
 import redis
 
+from bench.common import ROOT, ConsumerProcess, committed_total, load_topic, private_redis
+from bench.ordering import consume_case
+from bench.ws_client import WebSocket
 from workers import events as ev
 from workers import keys
-from workers.bench.common import ROOT, ConsumerProcess, committed_total, load_topic, private_redis
-from workers.bench.ordering import consume_case
-from workers.bench.ws_client import WebSocket
 
 QUEUES = 8
 KEY_COUNT = 4000
-CHECKED_NOOP = "workers.bench.handlers.checked_noop"
-NOOP = "workers.bench.handlers.noop"
+CHECKED_NOOP = "bench.handlers.checked_noop"
+NOOP = "bench.handlers.noop"
 EVENT_CASES = {
     "queue_batch32": ["--ordering", "queue", "--batch-size", "32"],
     "key_lanes16": ["--ordering", "key", "--lanes", "16"],
@@ -233,7 +233,7 @@ def ingest_rate(url: str, count: int) -> dict[str, Any]:
     with _workdir() as tmp:
         env = _django_env(url, tmp)
         done = subprocess.run(
-            [sys.executable, "-m", "workers.bench.dashboard", "ingest", str(count)],
+            [sys.executable, "-m", "bench.dashboard", "ingest", str(count)],
             cwd=ROOT,
             env=env,
             capture_output=True,
@@ -513,4 +513,4 @@ if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "ingest":
         _ingest_main(int(sys.argv[2]))
     else:
-        sys.exit("usage: python -m workers.bench.dashboard ingest N")
+        sys.exit("usage: python -m bench.dashboard ingest N")

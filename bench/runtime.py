@@ -9,9 +9,9 @@ from typing import Any
 
 import redis
 
-from workers.bench.common import load_topic, private_redis, time_consumer
+from bench.common import load_topic, private_redis, time_consumer
 
-HANDLER = "workers.bench.handlers.noop"
+HANDLER = "bench.handlers.noop"
 
 
 def run(messages: int = 20_000, repeats: int = 3) -> dict[str, Any]:

@@ -17,9 +17,10 @@ from pathlib import Path
 import redis
 
 from workers import keys
+from workers.refs import QueueRef
 from workers.topics import create_topic
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @contextmanager
@@ -80,7 +81,7 @@ def load_topic(
         key = f"k{i % key_count}"
         q = queue_for_key(key, queues)
         produce(
-            keys=[keys.stream(topic, q), keys.sequence(topic, q)],
+            keys=[keys.stream(QueueRef(topic, q)), keys.sequence(QueueRef(topic, q))],
             args=[key, body, "{}", 0],
             client=pipe,
         )
@@ -92,7 +93,7 @@ def load_topic(
 def committed_total(client: redis.Redis, topic: str, group: str, queues: int) -> int:
     pipe = client.pipeline(transaction=False)
     for q in range(queues):
-        pipe.hget(keys.offset(topic, q, group), "committed")
+        pipe.hget(keys.offset(QueueRef(topic, q), group), "committed")
     return sum(int(v or 0) for v in pipe.execute())
 
 

@@ -1,0 +1,372 @@
+"""The contract an ordering mode fulfils: one owned queue, consumed on its own thread.
+
+What a mode is handed (``WorkerEnv`` + the queue's ``QueueRef`` + its fencing token):
+- the subscription, the broker, the event log, the timings, the consumer id, the handler,
+  the group its offsets are kept under (a per-consumer name for broadcasting) and, under
+  key ordering, the subscription's lane pool.
+
+What it implements:
+- ``restore()``: read where to start from Redis (never from local memory: the broker is
+  the truth after every grant).
+- ``consume()``: run until ``stopping`` is set. Invoke the handler only through
+  ``invoke()`` and only while ``lock_valid()``; stop taking new messages once stopping.
+- ``finish()``: after ``consume()`` returns (or raised): wait for messages in progress and
+  write what completed, under the fence. Nothing may be written after it returns.
+- ``commit_point()``: the committed offset as the mode sees it (reported on release).
+- ``snapshot()``: what the consumer's card shows of the queue (``QueueSnapshot``).
+
+What it must call back:
+- every fenced write (commit, dead letter, park, unpark) goes through ``accepted()``,
+  the one accept path: on success it records the commit event; on a refusal it reports
+  ``fencing_rejected`` and drops the queue without unlocking (the lock is not ours).
+- events through ``emit()``, which stamps the queue, group, token and consumer.
+
+When it may commit: only with its token, only what is done (handled or dead-lettered;
+parked under ``hold``), and never an older snapshot after a newer one. The base class
+unlocks the queue after ``finish()`` unless the queue was fenced or lost.
+See docs/semantics.md and docs/fencing.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from workers import events as ev
+from workers.broker import Broker, CommitResult
+from workers.cards import QueueSnapshot
+from workers.config import Subscription, Timings
+from workers.events import EventLog
+from workers.lanes import LanePool
+from workers.message import (
+    ConsumeContext,
+    ConsumeStatus,
+    Handler,
+    MalformedEntry,
+    Message,
+    decode_entry,
+)
+from workers.refs import QueueRef
+
+log = logging.getLogger(__name__)
+
+Item = Message | MalformedEntry
+
+
+@dataclass
+class WorkerEnv:
+    """What every queue worker of one subscription shares."""
+
+    sub: Subscription
+    broker: Broker
+    events: EventLog
+    timings: Timings
+    consumer_id: str
+    handler: Handler
+    offset_group: str  # group for clustering; a per-consumer name for broadcasting
+    lanes: LanePool | None = None  # key ordering only
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One handler invocation's result. ``suspend_s`` is the context's suspend time (the
+    handler may have changed it: ``suspend_chosen``)."""
+
+    status: ConsumeStatus
+    error: str
+    suspend_s: float
+    suspend_chosen: bool
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status is ConsumeStatus.SUCCESS
+
+
+class QueueWorker(ABC):
+    """One owned queue under one ordering mode; see the module docstring for the contract.
+
+    Control (from the rebalance thread): ``start``, ``drop``, ``join``, ``renewed`` and
+    the ``alive`` / ``dropped`` / ``releasing`` properties."""
+
+    def __init__(self, env: WorkerEnv, ref: QueueRef, token: int | None) -> None:
+        self.env = env
+        self.ref = ref
+        self.token = token  # None: broadcasting, no locks
+        self.last_locked = time.monotonic()
+        self.state = "starting"
+        self.last_error = ""
+        self.stop_reason = ""
+        self.next_fetch = 0  # the next offset to read from the stream
+        self._stopping = threading.Event()
+        self._release_lock = True
+        self._thread = threading.Thread(
+            target=self._run, name=f"lockstep-{ref.topic}-{ref.queue}", daemon=True
+        )
+
+    # -- the mode's part ---------------------------------------------------------------
+    @abstractmethod
+    def restore(self) -> None: ...
+
+    @abstractmethod
+    def consume(self) -> None: ...
+
+    @abstractmethod
+    def finish(self) -> None: ...
+
+    @abstractmethod
+    def commit_point(self) -> int: ...
+
+    @abstractmethod
+    def snapshot(self) -> QueueSnapshot: ...
+
+    # -- control (called from the rebalance thread) ----------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    def drop(self, reason: str, *, release_lock: bool = True) -> None:
+        """Ask the worker to stop after the work in progress; it writes what completed,
+        then (when ``release_lock``) unlocks the queue on the broker."""
+        if not self._stopping.is_set():
+            self.stop_reason = reason
+            self._release_lock = release_lock
+            self._stopping.set()
+
+    def join(self, timeout: float) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    @property
+    def dropped(self) -> bool:
+        return self._stopping.is_set()
+
+    @property
+    def releasing(self) -> bool:
+        """Dropped to be handed over (not lost): still finishing its message, after which
+        it unlocks. Its lock must be kept alive until then."""
+        return (
+            self.token is not None and self._stopping.is_set() and self._release_lock and self.alive
+        )
+
+    @property
+    def release_lock(self) -> bool:
+        """False once the queue was fenced or lost: nothing more may be written for it."""
+        return self._release_lock
+
+    def renewed(self, at: float) -> None:
+        self.last_locked = at
+
+    def lock_valid(self) -> bool:
+        if self.token is None:  # broadcasting: no locks
+            return True
+        return time.monotonic() - self.last_locked < self.env.timings.client_lock_expiry_s
+
+    def waited_for_renewal(self) -> bool:
+        """While the client-side lock is stale, wait a moment and say so: nothing may be
+        consumed until the rebalance thread renews the lock or drops the queue."""
+        if self.lock_valid():
+            return False
+        self.state = "lock_expired"
+        self._stopping.wait(0.05)
+        return True
+
+    @property
+    def stopping(self) -> threading.Event:
+        return self._stopping
+
+    # -- services for the modes ------------------------------------------------------
+    def read(self, count: int, block_s: float) -> list[Item]:
+        """The next entries of the queue from ``next_fetch`` on, in offset order, decoded
+        (a malformed entry comes back as ``MalformedEntry``); advances ``next_fetch``."""
+        out: list[Item] = []
+        for entry_id, fields in self.env.broker.read_from(
+            self.ref, self.next_fetch, count, block_s=block_s
+        ):
+            try:
+                item: Item = decode_entry(self.ref, entry_id, fields)
+            except MalformedEntry as bad:
+                item = bad
+            except ValueError:
+                continue  # an entry ID that is not ours cannot be placed in the order
+            if item.offset < self.next_fetch:
+                continue
+            self.next_fetch = item.offset + 1
+            out.append(item)
+        return out
+
+    def invoke(self, batch: Sequence[Message], key: str = "") -> Attempt:
+        """Run the handler on ``batch``; an exception or a result that is not a
+        ``ConsumeStatus`` counts as a suspend with a readable reason. Reports
+        ``lock_margin_overrun`` when the client-side lock expired while it ran."""
+        env = self.env
+        ctx = ConsumeContext(
+            env.sub.topic,
+            env.sub.group,
+            self.ref.queue,
+            env.consumer_id,
+            self.token or 0,
+            env.sub.suspend_ms,
+        )
+        started = time.monotonic()
+        try:
+            status, error = status_of(env.handler(batch, ctx))
+        except Exception as exc:
+            status, error = ConsumeStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT, describe(exc)
+        if not self.lock_valid():
+            self.emit(
+                ev.LOCK_MARGIN_OVERRUN,
+                key=key,
+                details={
+                    "offsets": [batch[0].offset, batch[-1].offset],
+                    "handler_seconds": round(time.monotonic() - started, 3),
+                    "client_lock_expiry": env.timings.client_lock_expiry_s,
+                },
+            )
+        chosen = ctx.suspend_ms != env.sub.suspend_ms
+        return Attempt(status, error, ctx.suspend_seconds, chosen)
+
+    def accepted(
+        self, result: CommitResult, offset: int, completed: str = "", **details: Any
+    ) -> bool:
+        """The one accept path for fenced writes: True when Redis took the write (its
+        commit is recorded as an event with ``details``); on a refusal, report it and drop
+        the queue without unlocking."""
+        env = self.env
+        if result.ok:
+            env.events.committed(
+                self.ref, env.sub.group, self.token, env.consumer_id, offset, **details
+            )
+            return True
+        rejected: dict[str, Any] = {
+            "offset": offset,
+            "current_token": result.current_token,
+            "outcome": result.outcome.name.lower(),
+        }
+        if completed:
+            rejected["completed"] = completed
+        self.emit(ev.FENCING_REJECTED, details=rejected)
+        self.drop("fenced", release_lock=False)
+        return False
+
+    def emit(self, type_: str, **fields: Any) -> None:
+        self.env.events.emit(
+            type_,
+            topic=self.ref.topic,
+            group=self.env.sub.group,
+            queue=self.ref.queue,
+            token=self.token,
+            consumer=self.env.consumer_id,
+            **fields,
+        )
+
+    def report_dead_letter(
+        self, message: Message, error: str, dlq_id: str, committed: int, **extra: Any
+    ) -> None:
+        """``dead_lettered``, once the fenced move was accepted."""
+        details = {
+            "offset": message.offset,
+            "reconsume_times": message.reconsume_times,
+            "error": error,
+            "dlq_id": dlq_id,
+            "committed": committed,
+            **extra,
+        }
+        self.emit(ev.DEAD_LETTERED, key=message.key, details=details)
+
+    def report_malformed(self, bad: MalformedEntry, dlq_id: str) -> None:
+        """``malformed_entry``, once the fenced move of the entry was accepted."""
+        details = {"offset": bad.offset, "reason": bad.reason, "dlq_id": dlq_id}
+        self.emit(ev.MALFORMED_ENTRY, details=details)
+
+    def base_snapshot(self, retries: int, head_offset: int) -> QueueSnapshot:
+        return {
+            "state": self.state,
+            "token": self.token,
+            "last_error": self.last_error,
+            "retries": retries,
+            "head_offset": head_offset,
+        }
+
+    # -- the thread ------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            self.restore()
+            self.consume()
+        except Exception:
+            log.exception("queue %s loop crashed", self.ref)
+            self.emit(ev.HANDLER_ERROR, details={"error": traceback.format_exc()[-2000:]})
+            self.drop("crashed")
+        finally:
+            try:
+                self.finish()
+            finally:
+                self._release()
+
+    def _release(self) -> None:
+        self.state = "stopped"
+        env = self.env
+        if self.token is None or not self._release_lock:
+            return
+        try:
+            released = env.broker.unlock(self.ref, env.sub.group, env.consumer_id, self.token)
+        except redis.RedisError:
+            # Redis is unreachable: the lock then simply expires after its TTL.
+            log.warning("could not unlock %s; it will expire", self.ref)
+            return
+        if released:
+            self.emit(
+                ev.LOCK_RELEASED,
+                details={"reason": self.stop_reason, "committed": self.commit_point()},
+            )
+
+
+def malformed_dead_letter(ref: QueueRef, group: str, bad: MalformedEntry) -> dict[str, Any]:
+    """The dead-letter entry of a stream entry that does not decode as a message."""
+    return {
+        "topic": ref.topic,
+        "queue": ref.queue,
+        "offset": bad.offset,
+        "key": bad.raw.get(b"k", b"").decode("utf-8", "replace"),
+        "body": bad.raw.get(b"b", b""),
+        "headers": "{}",
+        "produced_at_ms": 0,
+        "reconsume_times": 0,
+        "group": group,
+        "error": f"malformed entry: {bad.reason}",
+    }
+
+
+def status_of(result: object) -> tuple[ConsumeStatus, str]:
+    """A handler's return value as a status and, for a suspend, a reason."""
+    if result is ConsumeStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT:
+        # A handler asking to suspend raised nothing, but consume_failed events and dead
+        # letters still need a reason an operator can read (an empty one reads as a bug).
+        return result, f"handler returned {result.value}"
+    if isinstance(result, ConsumeStatus):
+        return result, ""
+    if isinstance(result, str):
+        try:
+            return ConsumeStatus(result), ""
+        except ValueError:
+            pass
+    return (
+        ConsumeStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT,
+        f"handler returned {result!r}, expected a ConsumeStatus",
+    )
+
+
+def describe(exc: BaseException) -> str:
+    """An exception as the one line (at most 2,000 characters) operators read."""
+    lines = traceback.format_exception_only(type(exc), exc)
+    return "".join(lines).strip()[:2000]

@@ -1,0 +1,178 @@
+"""Queue ordering: one batch of a queue at a time (RocketMQ's
+``ConsumeMessageOrderlyService.ConsumeRequest`` together with the queue's ``ProcessQueue``).
+
+Beyond the base contract:
+- At most one thread runs a queue's loop in a process (the thread *is* the queue's
+  ``MessageQueueLock``); ``consume_lock`` is held exactly while the handler runs and its
+  result is processed, so a release never happens in the middle of a message.
+- The handler gets up to ``batch_size`` messages in offset order. On success the offset
+  after the batch is committed; on a suspend every message of the batch has its reconsume
+  count bumped and the queue pauses, then retries the same batch; a message at
+  ``max_reconsume_times`` is dead-lettered and committed past in one fenced step.
+- Committed offset = the smallest offset not yet done (handled or dead-lettered).
+See docs/semantics.md.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from workers import events as ev
+from workers.broker import CommitResult, dead_letter_entry
+from workers.cards import QueueSnapshot
+from workers.config import UNBOUNDED
+from workers.message import MalformedEntry, Message
+from workers.ordering.base import Item, QueueWorker, WorkerEnv, malformed_dead_letter
+from workers.refs import QueueRef
+
+# Entries read per round trip: enough to amortise the read over many batches, bounded so a
+# dropped queue frees its memory fast.
+PREFETCH = 64
+
+
+class QueueOrderingWorker(QueueWorker):
+    def __init__(self, env: WorkerEnv, ref: QueueRef, token: int | None) -> None:
+        super().__init__(env, ref, token)
+        self.consume_lock = threading.Lock()
+        self.buffer: deque[Item] = deque()
+        self.paused_until = 0.0
+
+    # -- the contract ----------------------------------------------------------------
+    def restore(self) -> None:
+        env = self.env
+        self.next_fetch = env.broker.read_offset(self.ref, env.offset_group).committed
+
+    def consume(self) -> None:
+        t = self.env.timings
+        streak_start = time.monotonic()
+        while not self.stopping.is_set():
+            now = time.monotonic()
+            if self.waited_for_renewal():
+                continue
+            if self.paused_until > now:
+                self.state = "suspended"
+                self.stopping.wait(min(self.paused_until - now, 0.1))
+                continue
+            if not self.buffer and not self._fill(t.poll_block_s):
+                self.state = "idle"
+                streak_start = time.monotonic()
+                continue
+            self.state = "consuming"
+            self._consume_head()
+            if time.monotonic() - streak_start > t.max_continuous_s:
+                # RocketMQ yields a queue consumed continuously for 60 s so others run.
+                time.sleep(t.continuous_yield_s)
+                streak_start = time.monotonic()
+
+    def finish(self) -> None:
+        """Nothing to write: every batch was committed (or not done) when it ended."""
+
+    def commit_point(self) -> int:
+        return self.buffer[0].offset if self.buffer else self.next_fetch
+
+    def snapshot(self) -> QueueSnapshot:
+        head = self.buffer[0] if self.buffer else None
+        retries = head.reconsume_times if isinstance(head, Message) else 0
+        return self.base_snapshot(retries, head.offset if head is not None else self.next_fetch)
+
+    # -- the loop --------------------------------------------------------------------
+    def _fill(self, block_s: float) -> bool:
+        self.buffer.extend(self.read(PREFETCH, block_s))
+        return bool(self.buffer)
+
+    def _take_batch(self) -> list[Message]:
+        batch: list[Message] = []
+        for item in self.buffer:
+            if isinstance(item, MalformedEntry) or len(batch) >= self.env.sub.batch_size:
+                break
+            batch.append(item)
+        return batch
+
+    def _consume_head(self) -> None:
+        head = self.buffer[0]
+        with self.consume_lock:
+            if self.stopping.is_set() or not self.lock_valid():
+                return
+            if isinstance(head, MalformedEntry):
+                self._dead_letter_malformed(head)
+                return
+            batch = self._take_batch()
+            attempt = self.invoke(batch)
+            if attempt.succeeded:
+                self._on_success(batch)
+            else:
+                self._on_suspend(batch, attempt.error, attempt.suspend_s)
+
+    def _on_success(self, batch: list[Message]) -> None:
+        self.last_error = ""
+        for _ in batch:
+            self.buffer.popleft()
+        self._commit(batch[-1].offset + 1)
+
+    def _on_suspend(self, batch: list[Message], error: str, suspend_s: float) -> None:
+        limit = self.env.sub.max_reconsume_times
+        doomed = [m for m in batch if limit != UNBOUNDED and m.reconsume_times >= limit]
+        retry = [m for m in batch if m not in doomed]
+        for m in retry:
+            m.reconsume_times += 1
+        for m in doomed:
+            if not self._dead_letter(m, error):
+                return
+        if not retry:
+            return
+        self.paused_until = time.monotonic() + suspend_s
+        self.last_error = error
+        head = retry[0]
+        self.emit(
+            ev.CONSUME_FAILED,
+            key=head.key,
+            details={
+                "offsets": [m.offset for m in retry],
+                "reconsume_times": head.reconsume_times,
+                "max_reconsume_times": limit,
+                "suspend_ms": int(suspend_s * 1000),
+                "error": error,
+            },
+        )
+
+    def _dead_letter(self, message: Message, error: str) -> bool:
+        self.buffer.remove(message)
+        result = self._move_to_dead_letters(dead_letter_entry(message, self.env.sub.group, error))
+        if not self.accepted(result, self.commit_point()):
+            return False
+        self.report_dead_letter(message, error, result.dlq_id, self.commit_point())
+        return True
+
+    def _dead_letter_malformed(self, bad: MalformedEntry) -> None:
+        self.buffer.popleft()
+        result = self._move_to_dead_letters(
+            malformed_dead_letter(self.ref, self.env.sub.group, bad)
+        )
+        if self.accepted(result, self.commit_point()):
+            self.report_malformed(bad, result.dlq_id)
+
+    def _move_to_dead_letters(self, entry: dict[str, Any]) -> CommitResult:
+        """Dead-letter the entry and commit past it, in one fenced step (unfenced when
+        broadcasting)."""
+        env = self.env
+        return env.broker.dead_letter(
+            self.ref,
+            env.sub.group,
+            env.consumer_id,
+            self.token,
+            self.commit_point(),
+            entry,
+            offset_group=env.offset_group,
+        )
+
+    def _commit(self, offset: int) -> bool:
+        env = self.env
+        if self.token is None:
+            env.broker.commit_unfenced(self.ref, env.offset_group, offset)
+            env.events.committed(self.ref, env.sub.group, None, env.consumer_id, offset)
+            return True
+        result = env.broker.commit(self.ref, env.sub.group, env.consumer_id, self.token, offset)
+        return self.accepted(result, offset)
