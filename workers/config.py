@@ -16,7 +16,9 @@ from typing import Any
 from workers.env import env_float, env_int
 from workers.errors import ConfigurationError
 
+# RocketMQ's orderly default (Integer.MAX_VALUE): retry forever, the queue blocks meanwhile.
 UNBOUNDED = -1
+# RocketMQ caps consumeMessageBatchMaxSize at 32; a suspend retries the whole batch.
 MAX_BATCH = 32
 
 
@@ -51,16 +53,20 @@ class Timings:
     rebalance_interval_s: float = 20.0
     # How often membership is checked so joins and leaves trigger a rebalance at once.
     membership_poll_s: float = 1.0
+    # Five beats per heartbeat timeout: one late beat never evicts a member.
     heartbeat_interval_s: float = 3.0
     # A member silent this long is considered gone (RocketMQ: 120 s channel expiry; we
     # keep it short because Redis, not a TCP channel, is the only sign of life).
     heartbeat_timeout_s: float = 15.0
     # Consuming one queue continuously this long yields briefly (MAX_TIME_CONSUME_CONTINUOUSLY).
     max_continuous_s: float = 60.0
+    # RocketMQ yields 10 ms: long enough for other queues' threads to run.
     continuous_yield_s: float = 0.01
-    # Blocking read timeout when a queue has nothing new.
+    # Blocking read timeout when a queue has nothing new: short, so a dropped queue or a
+    # stop is noticed quickly; a new message wakes the read at once anyway.
     poll_block_s: float = 0.2
-    # Events are buffered at most this long before they reach the event stream.
+    # Events are buffered at most this long before they reach the event stream: one
+    # pipelined write per window keeps the event log off the consume loop's cost.
     event_flush_interval_s: float = 0.1
 
     @classmethod
@@ -109,8 +115,12 @@ class Timings:
 
 @dataclass(frozen=True)
 class Limits:
+    # Bounds what a worker buffers (PREFETCH messages; parked copies are base64).
     max_body_bytes: int = 4 * 1024 * 1024
-    stream_maxlen: int = 0  # 0 = streams are not trimmed
+    # 0 = streams are not trimmed: trimming could drop messages not yet consumed.
+    stream_maxlen: int = 0
+    # Bounds Redis memory while the ingester is down; a longer outage is recorded as
+    # events_lost by the ingester.
     events_maxlen: int = 1_000_000
 
     @classmethod
@@ -176,14 +186,15 @@ class Subscription:
             raise ConfigurationError("max_reconsume_times must be -1 (unbounded) or >= 0")
         if self.suspend_ms < 1:
             raise ConfigurationError("suspend_ms must be positive")
-        if not 1 <= self.lanes <= 512:
+        if not 1 <= self.lanes <= 512:  # each lane is a thread in every consumer process
             raise ConfigurationError(f"lanes must be 1..512, got {self.lanes}")
-        if self.max_in_flight < 2:
+        if self.max_in_flight < 2:  # pulling resumes at half: at least 1
             raise ConfigurationError("max_in_flight must be at least 2")
         if self.retry_initial_ms < 1 or self.retry_max_ms < self.retry_initial_ms:
             raise ConfigurationError("retry_initial_ms must be >= 1 and <= retry_max_ms")
         if self.retry_factor < 1.0:
             raise ConfigurationError("retry_factor must be at least 1.0")
+        # Below 10 ms it is a commit per message; above a minute a crash redoes too much.
         if not 10 <= self.flush_interval_ms <= 60_000:
             raise ConfigurationError("flush_interval_ms must be 10..60000")
         if self.ordering is Ordering.KEY and self.model is Model.BROADCASTING:

@@ -152,6 +152,7 @@ class Consumer:
         """This consumer's card (host, pid, assignment) for the dashboard; it expires when
         the process stops refreshing it."""
         info = self._info()
+        # The card outlives a missed refresh but disappears soon after its process dies.
         ttl = max(5, int(self.timings.heartbeat_timeout_s * 2))
         pipe = self.client.pipeline(transaction=False)
         pipe.set(keys.consumer_info(self.consumer_id), json.dumps(info), ex=ttl)

@@ -14,6 +14,7 @@ from workers import events as ev
 from workers import keys
 from workers.message import Message, serialize
 from workers.redis_types import as_bytes, entries
+from workers.refs import QueueRef
 from workers.scripts import script
 from workers.topics import get_topic
 
@@ -87,7 +88,7 @@ def list_dead_letters(
     queues = [queue] if queue is not None else range(get_topic(client, topic).queues)
     out: list[DeadLetter] = []
     for q in queues:
-        for entry_id, f in entries(client.xrange(keys.dead_letters(topic, q, group))):
+        for entry_id, f in entries(client.xrange(keys.dead_letters(QueueRef(topic, q), group))):
             letter = _decode(topic, group, q, entry_id, f)
             if key is None or letter.key == key:
                 out.append(letter)
@@ -97,7 +98,7 @@ def list_dead_letters(
 def get_dead_letter(
     client: redis.Redis, topic: str, group: str, queue: int, dlq_id: str
 ) -> DeadLetter | None:
-    found = entries(client.xrange(keys.dead_letters(topic, queue, group), dlq_id, dlq_id))
+    found = entries(client.xrange(keys.dead_letters(QueueRef(topic, queue), group), dlq_id, dlq_id))
     return _decode(topic, group, queue, found[0][0], found[0][1]) if found else None
 
 
@@ -128,9 +129,9 @@ def _release(
     done = bool(
         script(client, "release_dead_letter")(
             keys=[
-                keys.dead_letters(topic, queue, group),
-                keys.parked_keys(topic, queue, group),
-                keys.parked_messages(topic, queue, group, letter.key),
+                keys.dead_letters(QueueRef(topic, queue), group),
+                keys.parked_keys(QueueRef(topic, queue), group),
+                keys.parked_messages(QueueRef(topic, queue), group, letter.key),
             ],
             args=[dlq_id, action, letter.key, letter.offset, member],
         )

@@ -125,7 +125,7 @@ class EventLog:
         enabled: bool = True,
         flush_interval: float = 0.1,
         maxlen: int = 1_000_000,
-        max_buffer: int = 500,
+        max_buffer: int = 500,  # flush early at this many (not a cap: kept while Redis is down)
     ) -> None:
         self._client = client
         self.enabled = enabled

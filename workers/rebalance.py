@@ -31,7 +31,8 @@ from workers.topics import get_topic, register_group
 
 log = logging.getLogger(__name__)
 
-LANES_REPORT_S = 1.0  # how often lane occupancy is reported (a live view, like key_state)
+# How often changed lane occupancy is reported: live enough for the pages, few events.
+LANES_REPORT_S = 1.0
 
 
 class SubscriptionRunner:

@@ -12,7 +12,10 @@ from workers import keys
 from workers.errors import ConfigurationError, UnknownTopicError
 from workers.redis_types import as_bytes
 
+# Names go into Redis keys and the dashboard's URLs; 128 fits the Event.topic column.
 _NAME = re.compile(r"^[A-Za-z0-9_.\-%]{1,128}$")
+# Each queue costs its owner a thread (every consumer, under broadcasting) and a few keys
+# read on every dashboard push.
 MAX_QUEUES = 1024
 
 

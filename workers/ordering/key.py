@@ -40,11 +40,13 @@ log = logging.getLogger(__name__)
 # Entries read per round trip: large reads keep the lanes fed; each read is also capped by
 # the room left under max_in_flight.
 FETCH_COUNT = 256
-PARKED_POLL_S = 0.5  # how soon an operator's replay/discard is picked up
+# How soon an operator's replay or discard is picked up; one HGETALL per queue per poll.
+PARKED_POLL_S = 0.5
 # A key whose message finds the client-side lock stale waits this long and tries again: the
 # lock is either renewed soon (the key goes on) or lost (the worker is dropped and purged).
 STALE_LOCK_RETRY_S = 0.05
-STATE_EVENT_S = 1.0  # how often the queue's key-level state is reported (a live view)
+# How often a changed key-level state is reported: live enough for the pages, few events.
+STATE_EVENT_S = 1.0
 _serials = itertools.count(1)
 
 
@@ -434,6 +436,7 @@ class KeyOrderingWorker(QueueWorker):
     def key_state(self) -> KeyState:
         """The key-level fields of the queue's snapshot (and of ``key_state`` events)."""
         with self._mutex:
+            # The card is rewritten every heartbeat: keep it small (counts are complete).
             blocked = sorted(self.blocked.values(), key=lambda b: b["since_ms"])[:20]
             return {
                 "low_water": self.tracker.low_water,
