@@ -64,7 +64,7 @@ EVENT_CASES = {
 PRIMARY_CASE = "queue_batch32"
 # Markers every 0.15-0.35 s: several per push interval, at random phases of it.
 MARKER_GAP_S = (0.15, 0.35)
-MARKER_TIMEOUT_S = 5.0
+MARKER_TIMEOUT_S = 5.0  # well above the 1 s p95 target: a later push counts as missed
 LATENCY_BACKLOG = 400_000  # more than a batch-1 consumer finishes during the measurement
 
 TARGETS = {"events_on_off_ratio": 0.95, "push_latency_p95_s": 1.0}

@@ -28,7 +28,9 @@ from redis.commands.core import Script
 
 from workers.message import ConsumeContext, ConsumeStatus, Message
 
+# A typical I/O-bound handler (a database write or an HTTP call): 10 ms.
 IO_LATENCY_S = 0.01
+# Handlers publish their counters this often: cheap, and fresh enough for the harness.
 PUBLISH_EVERY_S = 0.25
 
 

@@ -105,6 +105,8 @@ CHANNEL_LAYERS = {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
             "hosts": [env_str("CHANNELS_REDIS_URL", REDIS_URL)],
+            # Pushes are "something changed" hints that pages re-read on a gap: dropping
+            # beyond this backlog or age is safe and keeps a slow browser from piling up.
             "capacity": 1000,
             "expiry": 30,
         },
@@ -118,6 +120,7 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
     "lockstep-sample-lag": {
         "task": "dashboard.monitor.tasks.sample_lag",
+        # About 90 samples per 15-minute chart; stuck detection reads them too.
         "schedule": env_float("LOCKSTEP_LAG_SAMPLE_SECONDS", 10.0, minimum=1.0),
     },
     "lockstep-prune-events": {
@@ -140,8 +143,12 @@ try:
 except ConfigurationError as exc:
     raise ImproperlyConfigured(str(exc)) from None
 
+# RocketMQ expires an unrenewed queue lock after 60 s; a queue that has not moved for as
+# long is as good as unowned, and a blocked key that long will not heal by retrying.
 LOCKSTEP_STUCK_AFTER_SECONDS = env_float("LOCKSTEP_STUCK_AFTER_SECONDS", 60.0, minimum=1.0)
+# A week of history for the pages; the nightly analytics read each day long before that.
 LOCKSTEP_EVENT_RETENTION_DAYS = env_int("LOCKSTEP_EVENT_RETENTION_DAYS", 7, minimum=1)
+# Coalescing window of live pushes: sub-second pages without a push per event.
 LOCKSTEP_PUSH_INTERVAL = env_float("LOCKSTEP_PUSH_INTERVAL", 0.5, minimum=0.05)
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
 # Relative paths are taken from the project folder, wherever the process starts.

@@ -19,7 +19,7 @@ from dashboard.reports.models import AnalyticsRun, LagSummary, StuckInterval
 log = logging.getLogger(__name__)
 
 APP_NAME = "lockstep-analytics"
-DEFAULT_SINCE_HOURS = 24.0
+DEFAULT_SINCE_HOURS = 24.0  # the nightly run covers the day since the previous one
 # A Py4J error carries the whole Java stack trace; its first lines name the cause.
 ERROR_LINES = 6
 ERROR_CHARS = 2000
