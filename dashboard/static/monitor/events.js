@@ -4,13 +4,15 @@
 // page asks it every second (at once again while it answers has_more), so no event is
 // skipped whatever the rate. The /ws/events/ socket, when there, only hints that events
 // up to some ID were stored, so the page asks sooner. Paused, the page asks nothing; on
-// resume it catches up from where it stopped.
+// resume it catches up from where it stopped. The socket and the status indicator are
+// live_socket.js's.
 (function () {
   "use strict";
 
   const root = document.getElementById("feed");
   if (!root) return;
 
+  // The feed is read this often whatever the socket does: a second is live to a reader.
   const POLL_MS = 1000;
   // The table keeps the newest rows only: a browser tab left open on a busy feed must not
   // grow without bound.
@@ -24,12 +26,17 @@
   const emptyEl = document.getElementById("feed-empty");
   const countEl = document.getElementById("feed-count");
   const toggle = document.getElementById("feed-toggle");
-  const statusEl = document.getElementById("live-status");
-  const statusLabel = statusEl.querySelector(".label");
+  const status = LockstepLive.status(document.getElementById("live-status"));
   let lastId = root.dataset.lastId || "";
   let paused = false;
   let inFlight = false;
+  // A filter change asks for a fresh list: if a read is in flight it is made right after,
+  // and answers to reads made under older filters are dropped (they would bring back
+  // unfiltered rows and an old cursor).
+  let generation = 0;
+  let replacePending = false;
   let signedOut = false;
+  let hints = null; // the hint socket (LockstepLive.connect)
 
   function filters() {
     const params = new URLSearchParams();
@@ -37,11 +44,6 @@
       if (String(value).trim() !== "") params.set(name, String(value).trim());
     }
     return params;
-  }
-
-  function setState(state, text) {
-    statusEl.dataset.state = state;
-    statusLabel.textContent = text;
   }
 
   function cell(className, text) {
@@ -83,39 +85,35 @@
   }
 
   function poll(replace) {
-    if ((paused && !replace) || inFlight || signedOut) return;
+    if (replace) replacePending = true;
+    if ((paused && !replacePending) || inFlight || signedOut) return;
     inFlight = true;
+    const asked = generation;
+    const replacing = replacePending;
+    replacePending = false;
     const params = filters();
-    if (lastId && !replace) params.set("after", lastId);
+    if (lastId && !replacing) params.set("after", lastId);
     params.set("limit", "500");
-    fetch(apiUrl + "?" + params.toString(), {
-      headers: { Accept: "application/json" }, credentials: "same-origin", cache: "no-store",
+    LockstepLive.fetchJson(apiUrl + "?" + params.toString(), "events", function () {
+      signedOut = true;
+      if (hints) hints.stop();
+      status.signedOut(root.dataset.loginUrl);
     })
-      .then(function (response) {
-        if (response.status === 401) {
-          signedOut = true;
-          setState("signed-out", "");
-          const link = document.createElement("a");
-          link.href = root.dataset.loginUrl;
-          link.textContent = "signed out — log in again";
-          statusLabel.replaceChildren(link);
-          return null;
-        }
-        if (!response.ok) throw new Error("events API answered " + response.status);
-        return response.json();
-      })
       .then(function (data) {
-        if (!data) return;
+        if (!data || asked !== generation) return;
         // A cursor the server no longer stores (pruned): start the list over.
-        show(data.events, replace || !data.cursor_found);
+        show(data.events, replacing || !data.cursor_found);
         lastId = data.last_id || lastId;
         root.dataset.lastId = lastId;
         root.dataset.polls = String(Number(root.dataset.polls || 0) + 1);
-        if (!paused) setState("live", "live");
+        if (!paused) status.set("live", "live");
         if (data.has_more) setTimeout(function () { poll(false); }, 0);
       })
-      .catch(function () { setState("reconnecting", "reconnecting"); })
-      .finally(function () { inFlight = false; });
+      .catch(function () { status.set("reconnecting", "reconnecting"); })
+      .finally(function () {
+        inFlight = false;
+        if (replacePending) poll(true);
+      });
   }
 
   function setPaused(value) {
@@ -123,7 +121,7 @@
     root.dataset.state = paused ? "paused" : "live";
     toggle.textContent = paused ? "Resume" : "Pause";
     toggle.setAttribute("aria-pressed", paused ? "true" : "false");
-    setState(paused ? "paused" : "live", paused ? "paused" : "live");
+    status.set(paused ? "paused" : "live", paused ? "paused" : "live");
     if (!paused) poll(false);
   }
 
@@ -131,24 +129,24 @@
     event.preventDefault();
     const params = filters();
     history.replaceState(null, "", location.pathname + (params.toString() ? "?" + params : ""));
+    generation += 1;
     lastId = "";
     root.dataset.filtered = params.toString();
     poll(true);
   });
   toggle.addEventListener("click", function () { setPaused(!paused); });
 
-  function listen() {
-    if (!root.dataset.socketPath || !window.WebSocket) return;
-    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    const ws = new WebSocket(scheme + location.host + root.dataset.socketPath);
-    ws.onmessage = function (event) {
-      let hint;
-      try { hint = JSON.parse(event.data); } catch (e) { return; }
-      if (hint && hint.type === "events" && hint.last_id !== lastId) poll(false);
-    };
-    ws.onclose = function () { if (!signedOut) setTimeout(listen, SOCKET_RETRY_MS); };
-  }
-
   setInterval(function () { poll(false); }, POLL_MS);
-  listen();
+  // The socket only hints that events up to last_id are stored: no seq, no re-reads, no
+  // say in the indicator (polling keeps the feed live), retried every SOCKET_RETRY_MS and
+  // left open while the page is hidden, as before.
+  hints = LockstepLive.connect({
+    path: root.dataset.socketPath,
+    type: "events",
+    sequenced: false,
+    backoffMinMs: SOCKET_RETRY_MS,
+    backoffMaxMs: SOCKET_RETRY_MS,
+    closeOnPagehide: false,
+    onMessage: function (hint) { if (hint.last_id !== lastId) poll(false); },
+  });
 })();

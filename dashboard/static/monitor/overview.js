@@ -10,19 +10,15 @@
 // The socket's snapshots carry the live state only; the JSON view adds "stats" (rates,
 // retries, dead letters, stuck queues over the last minute), re-read every few seconds
 // and rendered above each topic's table, with a grid of its queues coloured by lag.
+//
+// The socket itself (reconnects, seq gaps, staleness, the status indicator) is
+// live_socket.js's; this file renders.
 (function () {
   "use strict";
 
   const root = document.getElementById("overview");
   if (!root) return;
 
-  // Reconnect backoff doubles from 0.5 s to 10 s: a restarted server is found within a
-  // second or two, and a long outage costs one attempt every 10 s.
-  const BACKOFF_MIN_MS = 500;
-  const BACKOFF_MAX_MS = 10000;
-  // The ingester pushes at least every 2 s (IDLE_PUSH_SECONDS); three missed pushes mean
-  // it is not running, so the page says so and falls back to re-reading the JSON view.
-  const STALE_AFTER_MS = 6000;
   // Row colours: a queue is "mid" once it is 100 messages or 10 s behind, "high" at
   // 1000 messages or a minute, the point where an operator should look at it now.
   const LAG_MID = { offsets: 100, seconds: 10 };
@@ -39,7 +35,6 @@
   const topicsEl = document.getElementById("topics");
   const emptyEl = document.getElementById("no-topics");
   const statusEl = document.getElementById("live-status");
-  const statusLabel = statusEl.querySelector(".label");
   const updatedEl = document.getElementById("updated-at");
   const numberFormat = new Intl.NumberFormat("en-US");
 
@@ -276,10 +271,8 @@
   // Stats only come with the JSON view. Not a resync: it leaves resyncReason alone, and
   // a 401 is left to the socket's reconnect logic, which owns the signed-out state.
   function refreshStats() {
-    if (stopped) return;
-    fetch(apiUrl, { headers: { Accept: "application/json" }, credentials: "same-origin",
-      cache: "no-store" })
-      .then(function (response) { return response.ok ? response.json() : null; })
+    if (live.isStopped()) return;
+    LockstepLive.fetchJson(apiUrl, "overview")
       .then(function (data) { if (data) render(data); })
       .catch(function () {});
   }
@@ -312,151 +305,39 @@
     return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " m";
   }
 
-  // ---- status indicator ----------------------------------------------------------------
+  // ---- the socket (hints) and the JSON view (source of truth) -------------------------
 
-  function setState(state, text, title) {
-    statusEl.dataset.state = state;
-    statusLabel.textContent = text;
-    if (title) statusEl.title = title;
-  }
-
-  function signedOut() {
-    stopped = true;
-    clearTimeout(retryTimer);
-    if (socket) socket.close();
-    setState("signed-out", "", "Your session ended");
-    const link = el("a", "", "signed out — log in again");
-    link.href = loginUrl;
-    statusLabel.replaceChildren(link);
-  }
-
-  // ---- the JSON view (source of truth) -------------------------------------------------
-
-  let resyncing = null;
   let resyncCount = 0;
-
-  // ``reason`` (gap, reconnect, refused, stale) is kept on the root element with a count of
-  // successful re-reads, so an operator (or a test) can see why the page re-read.
-  function resync(reason) {
-    if (resyncing) return resyncing;
-    resyncing = fetch(apiUrl, {
-      headers: { Accept: "application/json" }, credentials: "same-origin", cache: "no-store",
-    })
-      .then(function (response) {
-        if (response.status === 401) { signedOut(); return null; }
-        if (!response.ok) throw new Error("overview API answered " + response.status);
-        return response.json();
-      })
-      .then(function (data) {
-        if (!data) return;
-        render(data);
-        resyncCount += 1;
-        root.dataset.resyncs = String(resyncCount);
-        root.dataset.resyncReason = reason;
-      })
-      // The server may be down; the next hint, reconnect or stale check tries again.
-      .catch(function () {})
-      .finally(function () { resyncing = null; });
-    return resyncing;
-  }
-
-  // ---- the socket (hints) --------------------------------------------------------------
-
-  let socket = null;
-  let stopped = false;
-  let everOpened = false;
-  let lastSeq = null;
-  let backoffMs = BACKOFF_MIN_MS;
-  let retryTimer = null;
-  let lastHintAt = 0;
-  let lastStaleResync = 0;
-
-  function connect() {
-    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    const ws = new WebSocket(scheme + location.host + socketPath);
-    let opened = false;
-    socket = ws;
-    ws.onopen = function () {
-      opened = true;
-      lastSeq = null;
-      lastHintAt = Date.now();
-      setState("live", "live", "Live updates over a WebSocket");
-      // Hints sent while we were away are gone: read the whole state again.
-      if (everOpened) resync("reconnect");
-      everOpened = true;
-    };
-    ws.onmessage = function (event) {
-      let message;
-      try { message = JSON.parse(event.data); } catch (e) { return; }
-      // Only a socket that delivers resets the backoff: one the server accepts and then
-      // drops at once must not be retried every half second.
-      backoffMs = BACKOFF_MIN_MS;
-      onHint(message);
-    };
-    ws.onclose = function () {
-      if (socket === ws) socket = null;
-      if (stopped) return;
-      // A refused handshake looks like any failed connect; the JSON view tells a
-      // signed-out session (401) apart from a server that is down.
-      if (!opened) resync("refused");
-      scheduleReconnect();
-    };
-  }
-
-  function scheduleReconnect() {
-    if (stopped) return;
-    setState("reconnecting", "reconnecting",
-      "Connection lost; retrying in " + (backoffMs / 1000).toFixed(1) + " s");
-    clearTimeout(retryTimer);
-    retryTimer = setTimeout(connect, backoffMs);
-    backoffMs = Math.min(backoffMs * 2, BACKOFF_MAX_MS);
-  }
-
-  function onHint(message) {
-    if (!message || message.type !== "overview") return;
-    lastHintAt = Date.now();
-    if (statusEl.dataset.state === "stale") setState("live", "live", "Live updates over a WebSocket");
-    const seq = Number(message.seq);
-    root.dataset.seq = String(seq);
-    if (seq === 0) {
-      // The snapshot taken on connect; the ingester's next push sets the baseline.
-      lastSeq = null;
-      render(message.data);
-      return;
-    }
-    const gap = lastSeq !== null && seq !== lastSeq + 1;
-    lastSeq = seq;
-    if (gap) resync("gap"); else render(message.data);
-  }
-
-  function checkStale() {
-    if (stopped || !socket || socket.readyState !== WebSocket.OPEN) return;
-    const now = Date.now();
-    if (now - lastHintAt < STALE_AFTER_MS) return;
-    setState("stale", "stale", "No live updates for a while: is the ingester running? " +
-      "Re-reading the overview every few seconds.");
-    if (now - lastStaleResync >= STALE_AFTER_MS) {
-      lastStaleResync = now;
-      resync("stale");
-    }
-  }
 
   const initial = document.getElementById("overview-data");
   if (initial) render(JSON.parse(initial.textContent));
-  connect();
-  setInterval(checkStale, 1000);
+  const live = LockstepLive.connect({
+    path: socketPath,
+    type: "overview",
+    root: root,
+    apiUrl: apiUrl,
+    loginUrl: loginUrl,
+    status: LockstepLive.status(statusEl),
+    titles: {
+      live: "Live updates over a WebSocket",
+      reconnecting: function (ms) {
+        return "Connection lost; retrying in " + (ms / 1000).toFixed(1) + " s";
+      },
+      stale: "No live updates for a while: is the ingester running? " +
+        "Re-reading the overview every few seconds.",
+      signedOut: "Your session ended",
+    },
+    stale: true,
+    reopenOnPageshow: true,
+    onMessage: function (message) { render(message.data); },
+    // ``reason`` (gap, reconnect, refused, stale) is kept on the root element with a count
+    // of successful re-reads, so an operator (or a test) can see why the page re-read.
+    onData: function (data, reason) {
+      render(data);
+      resyncCount += 1;
+      root.dataset.resyncs = String(resyncCount);
+      root.dataset.resyncReason = reason;
+    },
+  });
   setInterval(refreshStats, STATS_REFRESH_MS);
-  window.addEventListener("pagehide", function () {
-    stopped = true;
-    clearTimeout(retryTimer);
-    if (socket) socket.close();
-  });
-  window.addEventListener("pageshow", function (event) {
-    // Back from the back/forward cache: the socket is gone, so start over.
-    if (!event.persisted) return;
-    stopped = false;
-    everOpened = true;
-    backoffMs = BACKOFF_MIN_MS;
-    connect();
-  });
 })();

@@ -5,7 +5,8 @@
 // The socket /ws/queues/<t>/<q>/ sends {"type": "queue", "seq", "data": queue_state,
 // "events"} hints: each appends a live point to the chart and updates the table; a gap
 // in seq (or a reconnect) re-reads the JSON view. Without a socket (not there, or dead)
-// the page re-reads the JSON view every 2 s instead, so it stays live either way.
+// the page re-reads the JSON view every 2 s instead, so it stays live either way. The
+// socket, its reconnects, gaps, polls and the status indicator are live_socket.js's.
 (function () {
   "use strict";
 
@@ -13,13 +14,14 @@
   const initial = document.getElementById("queue-data");
   if (!root || !initial) return;
 
-  const POLL_MS = 2000; // fallback refresh while there is no socket
+  // Fallback while there is no open socket: re-reading the JSON view every 2 s keeps it live.
+  const POLL_MS = 2000;
   // With a socket, the timeline, retried messages and commit history are still re-read
   // from the JSON view now and then: the hints carry live state, not history.
   const REFRESH_MS = 10000;
-  const BACKOFF_MIN_MS = 500;
-  const BACKOFF_MAX_MS = 10000;
+  // Recent events shown: enough to see what just happened to this queue, no more.
   const MAX_EVENTS = 50;
+  // Event types too frequent to read in a feed (samples and state snapshots): not shown.
   const NOISY = new Set(["lag_sampled", "key_state", "lanes"]);
 
   const apiUrl = root.dataset.apiUrl;
@@ -27,7 +29,6 @@
   const groupSelect = document.getElementById("chart-group");
   const timelineEl = document.getElementById("lock-timeline");
   const statusEl = document.getElementById("live-status");
-  const statusLabel = statusEl.querySelector(".label");
   const updatedEl = document.getElementById("updated-at");
   const eventsEl = document.getElementById("queue-events");
   const numberFormat = new Intl.NumberFormat("en-US");
@@ -36,7 +37,6 @@
   let group = groupSelect ? groupSelect.value : (data.groups[0] || {}).group;
   let points = [];
   let chart = null;
-  let stopped = false;
 
   // ---- formatting ----------------------------------------------------------------------
 
@@ -56,11 +56,6 @@
   }
 
   function clock(ms) { return new Date(ms).toISOString().slice(11, 19); }
-
-  function setState(state, text) {
-    statusEl.dataset.state = state;
-    statusLabel.textContent = text;
-  }
 
   // ---- the chart -----------------------------------------------------------------------
 
@@ -279,79 +274,6 @@
     renderEvents((snapshot.events || []).slice().reverse(), true);
   }
 
-  let reading = null;
-  function reread(reason) {
-    if (reading || stopped) return reading;
-    reading = fetch(apiUrl, { headers: { Accept: "application/json" },
-      credentials: "same-origin", cache: "no-store" })
-      .then(function (response) {
-        if (response.status === 401) { signOut(); return null; }
-        if (!response.ok) throw new Error("queue API answered " + response.status);
-        return response.json();
-      })
-      .then(function (snapshot) {
-        if (!snapshot) return;
-        renderAll(snapshot);
-        root.dataset.rereads = String(Number(root.dataset.rereads || 0) + 1);
-        root.dataset.rereadReason = reason;
-        if (!socketOpen()) setState("polling", "live (polling)");
-      })
-      .catch(function () { if (!socketOpen()) setState("reconnecting", "reconnecting"); })
-      .finally(function () { reading = null; });
-    return reading;
-  }
-
-  function signOut() {
-    stopped = true;
-    if (socket) socket.close();
-    setState("signed-out", "");
-    const link = el("a", "", "signed out — log in again");
-    link.href = root.dataset.loginUrl;
-    statusLabel.replaceChildren(link);
-  }
-
-  // ---- the socket (hints) ----------------------------------------------------------------
-
-  let socket = null;
-  let lastSeq = null;
-  let everOpened = false;
-  let backoffMs = BACKOFF_MIN_MS;
-
-  function socketOpen() { return socket !== null && socket.readyState === WebSocket.OPEN; }
-
-  function connect() {
-    if (stopped) return;
-    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    const ws = new WebSocket(scheme + location.host + root.dataset.socketPath);
-    socket = ws;
-    ws.onopen = function () {
-      lastSeq = null;
-      setState("live", "live");
-      root.dataset.socket = "open";
-      if (everOpened) reread("reconnect");
-      everOpened = true;
-    };
-    ws.onmessage = function (event) {
-      let message;
-      try { message = JSON.parse(event.data); } catch (e) { return; }
-      if (!message || message.type !== "queue") return;
-      backoffMs = BACKOFF_MIN_MS;
-      const seq = Number(message.seq);
-      root.dataset.seq = String(seq);
-      const gap = seq !== 0 && lastSeq !== null && seq !== lastSeq + 1;
-      lastSeq = seq === 0 ? null : seq;
-      if (gap) { reread("gap"); return; }
-      onHint(message);
-    };
-    ws.onclose = function () {
-      if (socket === ws) socket = null;
-      root.dataset.socket = "closed";
-      if (stopped) return;
-      setTimeout(connect, backoffMs);
-      backoffMs = Math.min(backoffMs * 2, BACKOFF_MAX_MS);
-    };
-  }
-
   function onHint(message) {
     const state = message.data;
     if (!state || state.generated_at_ms < data.generated_at_ms) return;
@@ -374,8 +296,24 @@
   }
 
   renderAll(data);
-  connect();
-  setInterval(function () { if (!socketOpen()) reread("poll"); }, POLL_MS);
-  setInterval(function () { if (socketOpen()) reread("refresh"); }, REFRESH_MS);
-  window.addEventListener("pagehide", function () { stopped = true; if (socket) socket.close(); });
+  LockstepLive.connect({
+    path: root.dataset.socketPath,
+    type: "queue",
+    root: root,
+    apiUrl: apiUrl,
+    loginUrl: root.dataset.loginUrl,
+    status: LockstepLive.status(statusEl),
+    pollMs: POLL_MS,
+    refreshMs: REFRESH_MS,
+    onOpen: function () { root.dataset.socket = "open"; },
+    onClose: function () { root.dataset.socket = "closed"; },
+    onMessage: onHint,
+    // ``reason`` (gap, reconnect, poll, refresh) and a count of re-reads are kept on the
+    // root element, so an operator (or a test) can see why the page re-read.
+    onData: function (snapshot, reason) {
+      renderAll(snapshot);
+      root.dataset.rereads = String(Number(root.dataset.rereads || 0) + 1);
+      root.dataset.rereadReason = reason;
+    },
+  });
 })();
