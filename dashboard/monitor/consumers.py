@@ -35,8 +35,8 @@ from dashboard.monitor.models import IngestCursor
 from dashboard.monitor.queries import recent_events
 from dashboard.monitor.redis_conn import get_redis
 from workers.errors import UnknownTopicError
-from workers.inspect import overview, queue_state
-from workers.topics import get_topic
+from workers.inspect import get_topic, overview, queue_state
+from workers.refs import QueueRef
 
 UNAUTHENTICATED = 4401
 NOT_FOUND = 4404
@@ -100,7 +100,7 @@ class QueueConsumer(_HintConsumer):
         return True
 
     def snapshot(self) -> dict[str, Any]:
-        data = queue_state(get_redis(), self.topic, self.queue)
+        data = queue_state(get_redis(), QueueRef(self.topic, self.queue))
         events = [
             {**e, "details": compact_details(e["details"])}
             for e in recent_events(self.topic, self.queue, RECENT_EVENTS)

@@ -16,8 +16,15 @@ import redis
 from django.conf import settings
 
 from dashboard.monitor import queries
-from workers import keys
-from workers.inspect import consumers
+from workers.inspect import (
+    GroupLag,
+    Overview,
+    QueueCardKey,
+    QueueSnapshot,
+    dead_letters_per_group,
+    queue_cards,
+)
+from workers.refs import QueueRef
 
 # Rates are "per second over the last minute": long enough to smooth the 10 s lag
 # samples and the 0.5 s commit flushes, short enough to show a stall within a minute.
@@ -25,10 +32,8 @@ WINDOW_S = 60
 # RocketMQ expires an unrenewed queue lock after 60 s; a queue that has not moved for as
 # long is as good as unowned, and a blocked key that long will not heal by retrying.
 
-Card = dict[str, Any]
 
-
-def overview_stats(client: redis.Redis, snapshot: dict[str, Any]) -> dict[str, Any]:
+def overview_stats(client: redis.Redis, snapshot: Overview) -> dict[str, Any]:
     """``{"window_s", "topics": [{"name", "in_per_s", "groups": [{"group", "out_per_s",
     "retries_per_min", "dead_letters", "lag", "stuck"}]}], "stuck": [alert, ...]}`` for
     the topics of ``snapshot`` (``workers.inspect.overview``)."""
@@ -37,8 +42,8 @@ def overview_stats(client: redis.Redis, snapshot: dict[str, Any]) -> dict[str, A
     in_rates = queries.topic_in_rates(names, now_ms, WINDOW_S)
     committed = queries.committed_counts(names, now_ms, WINDOW_S)
     retries = queries.retry_counts(names, now_ms, WINDOW_S)
-    dead = dead_letter_counts(client, snapshot)
-    stuck = stuck_queues(snapshot, live_cards(client), now_ms)
+    dead = dead_letters_per_group(client, snapshot)
+    stuck = stuck_queues(snapshot, queue_cards(client), now_ms)
     topics = []
     for topic in snapshot["topics"]:
         name = topic["name"]
@@ -59,51 +64,24 @@ def overview_stats(client: redis.Redis, snapshot: dict[str, Any]) -> dict[str, A
     return {"window_s": WINDOW_S, "topics": topics, "stuck": stuck}
 
 
-def dead_letter_counts(client: redis.Redis, snapshot: dict[str, Any]) -> dict[tuple[str, str], int]:
-    """Dead letters waiting per (topic, group): replay and discard delete them, so the
-    length of each queue's dead-letter stream is the count."""
-    cells = [
-        (t["name"], q["queue"], group)
-        for t in snapshot["topics"]
-        for q in t["queues"]
-        for group in t["groups"]
-    ]
-    pipe = client.pipeline(transaction=False)
-    for topic, queue, group in cells:
-        pipe.xlen(keys.dead_letters(topic, queue, group))
-    counts: dict[tuple[str, str], int] = {}
-    for (topic, _queue, group), n in zip(cells, pipe.execute(), strict=True):
-        counts[(topic, group)] = counts.get((topic, group), 0) + int(n)
-    return counts
-
-
-def live_cards(client: redis.Redis) -> dict[tuple[str, str, int, str], Card]:
-    """(topic, group, queue, consumer id) -> the consumer's view of that queue, from the
-    live consumers' cards (refreshed every heartbeat)."""
-    cards: dict[tuple[str, str, int, str], Card] = {}
-    for card in consumers(client):
-        for sub in card.get("subscriptions", []):
-            for queue, view in (sub.get("queues") or {}).items():
-                cards[(sub.get("topic", ""), sub.get("group", ""), int(queue), card["id"])] = view
-    return cards
-
-
 def stuck_queues(
-    snapshot: dict[str, Any], cards: dict[tuple[str, str, int, str], Card], now_ms: int
+    snapshot: Overview, cards: dict[QueueCardKey, QueueSnapshot], now_ms: int
 ) -> list[dict[str, Any]]:
-    """Every stuck (topic, group, queue), the longest stuck first."""
+    """Every stuck (topic, group, queue), the longest stuck first; ``cards`` as
+    ``workers.inspect.queue_cards``."""
     alerts = []
     for topic in snapshot["topics"]:
         for q in topic["queues"]:
+            ref = QueueRef(topic["name"], q["queue"])
             for g in q["groups"]:
                 where = {"topic": topic["name"], "group": g["group"], "queue": q["queue"]}
                 alerts += _not_moving(where, g, now_ms)
-                card = cards.get((topic["name"], g["group"], q["queue"], g["owner"] or ""))
-                alerts += _blocked(where, card or {}, now_ms)
+                owner = QueueCardKey(ref, g["group"], g["owner"] or "")
+                alerts += _blocked(where, cards.get(owner), now_ms)
     return sorted(alerts, key=lambda a: (a["since_ms"], a["topic"], a["group"], a["queue"]))
 
 
-def _not_moving(where: dict[str, Any], g: dict[str, Any], now_ms: int) -> list[dict[str, Any]]:
+def _not_moving(where: dict[str, Any], g: GroupLag, now_ms: int) -> list[dict[str, Any]]:
     if g["lag"] <= 0:
         return []
     since = queries.not_moving_since(
@@ -126,10 +104,12 @@ def _not_moving(where: dict[str, Any], g: dict[str, Any], now_ms: int) -> list[d
     ]
 
 
-def _blocked(where: dict[str, Any], card: Card, now_ms: int) -> list[dict[str, Any]]:
+def _blocked(
+    where: dict[str, Any], card: QueueSnapshot | None, now_ms: int
+) -> list[dict[str, Any]]:
     alerts = []
-    for b in card.get("blocked_keys") or []:
-        since = int(float(b.get("since", 0)) * 1000)
+    for b in card.get("blocked_keys", []) if card else []:
+        since = int(b.get("since_ms", 0))
         waited = (now_ms - since) / 1000.0
         if not since or waited < stuck_after_s():
             continue

@@ -41,7 +41,7 @@ from channels.layers import get_channel_layer
 from dashboard.monitor.models import Event
 from dashboard.monitor.queries import NOISY_TYPES, event_dict
 from workers.errors import UnknownTopicError
-from workers.inspect import overview, topic_state
+from workers.inspect import QueueLag, TopicState, overview, queue_of, topic_state
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def compact_details(details: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _signature(queue: dict[str, Any]) -> tuple[Any, ...]:
+def _signature(queue: QueueLag) -> tuple[Any, ...]:
     """What makes a queue worth a push without events: produced, committed, parked, owner."""
     return (
         queue["max_offset"],
@@ -195,23 +195,14 @@ class Publisher:
         return out
 
     def _queue_message(
-        self, state: dict[str, Any], queue: int, events: list[dict[str, Any]]
+        self, state: TopicState, queue: int, events: list[dict[str, Any]]
     ) -> tuple[str, Message]:
         topic = state["name"]
         self.queue_seq[(topic, queue)] += 1
-        q = state["queues"][queue]
-        # The same shape as workers.inspect.queue_state, sliced from one topic read.
-        data = {
-            "topic": topic,
-            "queue": queue,
-            "max_offset": q["max_offset"],
-            "generated_at_ms": state["generated_at_ms"],
-            "groups": q["groups"],
-        }
         return queue_group(topic, queue), {
             "type": "queue.update",
             "seq": self.queue_seq[(topic, queue)],
-            "data": data,
+            "data": queue_of(state, queue),  # queue_state's shape, from one topic read
             "events": events,
         }
 

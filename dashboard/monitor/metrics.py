@@ -14,7 +14,7 @@ monotonic as Prometheus requires (they restart from 0 only with a new database).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,7 @@ from django.views.decorators.http import require_GET
 
 from dashboard.monitor.models import EventCounter
 from dashboard.monitor.redis_conn import get_redis
-from workers.inspect import consumers, overview
+from workers.inspect import LiveConsumer, Overview, consumers, overview
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -131,7 +131,7 @@ def format_value(value: float | int) -> str:
     return repr(float(value))
 
 
-def queue_families(snapshot: dict[str, Any]) -> list[Family]:
+def queue_families(snapshot: Overview) -> list[Family]:
     gauges = [Family(name, "gauge", text) for name, text, _ in GROUP_GAUGES]
     owned = Family(
         "lockstep_queue_owned",
@@ -149,17 +149,18 @@ def queue_families(snapshot: dict[str, Any]) -> list[Family]:
             max_offset.add(q["max_offset"], topic=topic["name"], queue=q["queue"])
             for g in q["groups"]:
                 labels = {"topic": topic["name"], "group": g["group"], "queue": q["queue"]}
+                fields: Mapping[str, Any] = g
                 for family, (_, _, name) in zip(gauges, GROUP_GAUGES, strict=True):
-                    family.add(g[name], **labels)
+                    family.add(fields[name], **labels)
                 owned.add(1 if g["owner"] else 0, **labels)
     return [*gauges, owned, max_offset]
 
 
-def consumer_family(snapshot: dict[str, Any], cards: list[dict[str, Any]]) -> Family:
+def consumer_family(snapshot: Overview, cards: list[LiveConsumer]) -> Family:
     live: Counter[tuple[str, str]] = Counter()
     for card in cards:
-        for sub in card.get("subscriptions", []):
-            live[(str(sub.get("topic", "")), str(sub.get("group", "")))] += 1
+        for sub in card["subscriptions"]:
+            live[(sub["topic"], sub["group"])] += 1
     for topic in snapshot["topics"]:  # known groups with nobody consuming: 0, not absent
         for group in topic["groups"]:
             live.setdefault((topic["name"], group), 0)

@@ -21,7 +21,7 @@ from workers.message import ConsumeContext, Message
 HANDLER = "tests.dashboard.scenarios.handler"
 # Short heartbeats so a consumer's card (state, retries, blocked keys) is fresh within a
 # fraction of a second; the rest as in production.
-QUICK = Timings(heartbeat_interval=0.2, membership_poll=0.1)
+QUICK = Timings(heartbeat_interval_s=0.2, membership_poll_s=0.1)
 
 
 class FailOn:

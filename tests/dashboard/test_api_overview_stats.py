@@ -24,6 +24,7 @@ from workers import create_topic, keys
 from workers import events as ev
 from workers.config import Ordering
 from workers.hashing import queue_for_key
+from workers.refs import QueueRef
 from workers.topics import register_group
 
 pytestmark = pytest.mark.django_db
@@ -174,7 +175,7 @@ def test_it_counts_the_dead_letters_and_retries_the_runtime_left(
     handler = FailOn("order-poison")
     produce(redis_url, "orders", ["order-poison", "order-ok"])
     with consuming(redis_url, "orders", "mailer", handler, max_reconsume_times=1, suspend_ms=10):
-        dlq = keys.dead_letters("orders", queue_for_key("order-poison", 2), "mailer")
+        dlq = keys.dead_letters(QueueRef("orders", queue_for_key("order-poison", 2)), "mailer")
         wait_until(lambda: redis_client.xlen(dlq), lambda n: n == 1)
         wait_until(handler.count, lambda n: n == 1)
     ingest_until(redis_client, ev.DEAD_LETTERED)

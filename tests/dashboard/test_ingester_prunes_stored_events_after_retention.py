@@ -12,11 +12,11 @@ import redis
 from django_celery_beat.models import PeriodicTask
 from django_celery_beat.schedulers import DatabaseScheduler
 
+from dashboard.celery import app
 from dashboard.monitor.ingest import Ingester
 from dashboard.monitor.models import Event, EventCounter, IngestCursor
 from dashboard.monitor.tasks import prune_events
 from workers import keys
-from workers.celery_app import app
 from workers.redis_types import as_bytes
 
 pytestmark = pytest.mark.django_db

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from dataclasses import dataclass, field
 
 import pytest
@@ -17,6 +16,7 @@ from dashboard.monitor.metrics import CONTENT_TYPE, escape_label, format_labels
 from dashboard.monitor.models import Event
 from dashboard.monitor.tasks import prune_events
 from workers import create_topic, keys
+from workers.refs import QueueRef
 from workers.topics import register_group
 
 pytestmark = pytest.mark.django_db
@@ -100,29 +100,30 @@ def _build_state(client: redis.Redis) -> int:
     register_group(client, "orders", "mailer")
     register_group(client, "orders", "auditor")
     now = _redis_now_ms(client)
-    client.set(keys.sequence("orders", 0), 10)
+    q0, q1 = QueueRef("orders", 0), QueueRef("orders", 1)
+    client.set(keys.sequence(q0), 10)
     for offset in range(10):
         client.xadd(
-            keys.stream("orders", 0),
+            keys.stream(q0),
             {"k": "k", "b": "x", "h": "{}", "t": now - 3000 + offset},
             id=f"{offset}-1",
         )
-    client.hset(keys.offset("orders", 0, "mailer"), mapping={"committed": 4, "token": 7})
+    client.hset(keys.offset(q0, "mailer"), mapping={"committed": 4, "token": 7})
     client.hset(
-        keys.lock("orders", 0, "mailer"),
+        keys.lock(q0, "mailer"),
         mapping={"owner": "host@1@abc", "token": 7, "expires_at": now + 60_000, "granted_at": now},
     )
-    client.set(keys.sequence("orders", 1), 2)
-    client.hset(keys.offset("orders", 1, "mailer"), mapping={"committed": 2, "token": 3})
-    client.hset(keys.parked_keys("orders", 1, "mailer"), "k", json.dumps({"state": "held"}))
+    client.set(keys.sequence(q1), 2)
+    client.hset(keys.offset(q1, "mailer"), mapping={"committed": 2, "token": 3})
+    client.hset(keys.parked_keys(q1, "mailer"), "k", json.dumps({"state": "held"}))
     client.zadd(
-        keys.parked_messages("orders", 1, "mailer", "k"),
+        keys.parked_messages(q1, "mailer", "k"),
         {
             json.dumps({"o": 5, "k": "k", "t": now - 1000}): 5,
             json.dumps({"o": 6, "k": "k", "t": now - 500}): 6,
         },
     )
-    card = {"subscriptions": [{"topic": "orders", "group": "mailer"}], "heartbeat_at": time.time()}
+    card = {"subscriptions": [{"topic": "orders", "group": "mailer"}], "heartbeat_at_ms": now}
     client.set(keys.consumer_info("host@1@abc"), json.dumps(card))
     client.sadd(keys.CONSUMERS, "host@1@abc")
     return now

@@ -27,6 +27,7 @@ from tests.dashboard.socket_helpers import (
     write_events,
 )
 from workers import create_topic, keys
+from workers.refs import QueueRef
 from workers.topics import register_group
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -119,7 +120,7 @@ async def test_it_numbers_each_queue_on_its_own_and_pushes_state_changes_without
     for round_ in range(3):
         write_events(redis_client, "orders", 0, 5)
         if round_ == 1:  # queue 3 moves without any event: a message was produced to it
-            redis_client.incr(keys.sequence("orders", 3))
+            redis_client.incr(keys.sequence(QueueRef("orders", 3)))
         await sync_to_async(ingester.run_once)(0)
         await sync_to_async(ingester.push)()
     got = {q: await drain(s) for q, s in sockets.items()}

@@ -23,6 +23,7 @@ from tests.dashboard.socket_helpers import (
     write_events,
 )
 from workers import create_topic, keys
+from workers.refs import QueueRef
 from workers.topics import register_group
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -39,7 +40,7 @@ def _json_view(user: User) -> dict[str, Any]:
 
 def _change_queue(client: redis.Redis, ingester: Ingester) -> None:
     """Something happens on queue 2 (a message produced, an event); the ingester pushes."""
-    client.incr(keys.sequence("orders", 2))
+    client.incr(keys.sequence(QueueRef("orders", 2)))
     write_events(client, "orders", 2, 3)
     while ingester.run_once(block_ms=0):
         pass

@@ -16,6 +16,7 @@ import redis
 from tests.dashboard.helpers import produce
 from workers import create_topic, keys
 from workers.inspect import overview, queue_state
+from workers.refs import QueueRef
 from workers.topics import register_group
 
 TOLERANCE_S = 0.001  # time_lag_s is rounded to the millisecond
@@ -29,20 +30,19 @@ def _now_ms(client: redis.Redis) -> int:
 def _write_queue(
     client: redis.Redis, produced_ms: list[int], topic: str = "orders", queue: int = 0
 ) -> None:
+    ref = QueueRef(topic, queue)
     for offset, t in enumerate(produced_ms):
         client.xadd(
-            keys.stream(topic, queue),
-            {"k": f"k{offset}", "b": b"x", "h": "{}", "t": t},
-            id=f"{offset}-1",
+            keys.stream(ref), {"k": f"k{offset}", "b": b"x", "h": "{}", "t": t}, id=f"{offset}-1"
         )
-    client.set(keys.sequence(topic, queue), len(produced_ms))
+    client.set(keys.sequence(ref), len(produced_ms))
 
 
 def _commit(
     client: redis.Redis, offset: int, completed: str = "", group: str = "mailer", queue: int = 0
 ) -> None:
     client.hset(
-        keys.offset("orders", queue, group),
+        keys.offset(QueueRef("orders", queue), group),
         mapping={"committed": offset, "token": 1, "completed": completed},
     )
 
@@ -55,9 +55,10 @@ def _park(
     queue: int = 0,
 ) -> None:
     """Hold ``key`` with parked (offset, produced_ms) messages, as the park script does."""
-    client.hset(keys.parked_keys("orders", queue, group), key, json.dumps({"state": "held"}))
+    ref = QueueRef("orders", queue)
+    client.hset(keys.parked_keys(ref, group), key, json.dumps({"state": "held"}))
     client.zadd(
-        keys.parked_messages("orders", queue, group, key),
+        keys.parked_messages(ref, group, key),
         {json.dumps({"o": o, "k": key, "t": t, "b": "", "h": {}, "r": 0}): o for o, t in messages},
     )
 
@@ -69,7 +70,8 @@ def _measure(client: redis.Redis, read: Callable[[], float]) -> tuple[int, float
 
 
 def _queue_lag(client: redis.Redis, group: str = "mailer", queue: int = 0) -> float:
-    (g,) = [g for g in queue_state(client, "orders", queue)["groups"] if g["group"] == group]
+    state = queue_state(client, QueueRef("orders", queue))
+    (g,) = [g for g in state["groups"] if g["group"] == group]
     value: float = g["time_lag_s"]
     return value
 
@@ -153,7 +155,7 @@ def test_it_measures_parked_messages_when_everything_else_is_consumed(orders: re
     _commit(orders, 3)
     _park(orders, "order-0", [(0, produced[0])])
 
-    state = queue_state(orders, "orders", 0)["groups"][0]
+    state = queue_state(orders, QueueRef("orders", 0))["groups"][0]
     assert state["lag"] == 1
     _assert_lag_since(_measure(orders, lambda: _queue_lag(orders)), produced[0])
 

@@ -20,7 +20,7 @@ from tests.workers.harness import (
 )
 from workers import Producer, create_topic
 from workers.config import AfterDlq, Ordering
-from workers.dead_letters import list_dead_letters
+from workers.inspect import list_dead_letters
 
 TOPIC, GROUP = "orders", "billing-continue"
 POISONED, OTHER = "order-1", "order-2"

@@ -15,7 +15,8 @@ from tests.workers.conftest import StartConsumer
 from tests.workers.harness import body, events, handled, parked_keys, parked_offsets, wait_until
 from workers import Producer, create_topic, keys
 from workers.config import AfterDlq, Ordering
-from workers.dead_letters import discard, list_dead_letters
+from workers.dead_letters import discard
+from workers.inspect import list_dead_letters
 from workers.refs import QueueRef
 from workers.scripts import script
 

@@ -21,7 +21,8 @@ from tests.workers.harness import (
 )
 from workers import Producer, create_topic, keys
 from workers.config import AfterDlq, Ordering
-from workers.dead_letters import discard, list_dead_letters
+from workers.dead_letters import discard
+from workers.inspect import list_dead_letters
 from workers.refs import QueueRef
 
 TOPIC, GROUP = "orders", "billing-hold"

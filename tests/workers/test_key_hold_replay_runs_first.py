@@ -18,7 +18,8 @@ from tests.workers.harness import (
 )
 from workers import Producer, create_topic, keys
 from workers.config import AfterDlq, Ordering
-from workers.dead_letters import DeadLetter, list_dead_letters, replay
+from workers.dead_letters import replay
+from workers.inspect import DeadLetter, list_dead_letters
 from workers.refs import QueueRef
 
 TOPIC, GROUP = "orders", "billing-replay"

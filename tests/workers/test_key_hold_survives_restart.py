@@ -20,7 +20,8 @@ from tests.workers.harness import (
     wait_until,
 )
 from workers import Producer, create_topic
-from workers.dead_letters import discard, list_dead_letters
+from workers.dead_letters import discard
+from workers.inspect import list_dead_letters
 
 TOPIC, GROUP = "orders", "billing-restart"
 HELD, OTHER = "order-1", "order-2"

@@ -17,7 +17,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from workers.errors import UnknownTopicError
-from workers.topics import get_topic, groups_of
+from workers.inspect import get_topic, groups_of
 
 P = ParamSpec("P")
 Build = Callable[Concatenate[HttpRequest, P], dict[str, Any]]

@@ -9,7 +9,7 @@ from django.http import HttpRequest
 
 from dashboard.monitor.redis_conn import get_redis
 from dashboard.monitor.views.common import api_view, page_view
-from workers.inspect import consumers
+from workers.inspect import LiveConsumer, consumers, redis_now_ms
 
 
 def build_consumers(request: HttpRequest) -> dict[str, Any]:
@@ -18,28 +18,27 @@ def build_consumers(request: HttpRequest) -> dict[str, Any]:
     "assigned", "held": [{"queue", "state", "token", "retries", "last_error"}]}]}]}``,
     consumers sorted by id."""
     client = get_redis()
-    seconds, micros = client.time()
     return {
-        "generated_at_ms": int(seconds) * 1000 + int(micros) // 1000,
+        "generated_at_ms": redis_now_ms(client),
         "consumers": [_consumer(card) for card in consumers(client)],
     }
 
 
-def _consumer(card: dict[str, Any]) -> dict[str, Any]:
+def _consumer(card: LiveConsumer) -> dict[str, Any]:
     return {
         "id": card["id"],
-        "host": card.get("host", ""),
-        "pid": card.get("pid"),
-        "started_at_ms": int(float(card.get("started_at", 0)) * 1000),
+        "host": card["host"],
+        "pid": card["pid"],
+        "started_at_ms": card["started_at_ms"],
         "heartbeat_age_s": card["heartbeat_age_s"],
         "subscriptions": [
             {
-                "topic": sub.get("topic", ""),
-                "group": sub.get("group", ""),
-                "model": sub.get("model", ""),
-                "ordering": sub.get("ordering", ""),
-                "lanes": sub.get("lanes", 0),
-                "assigned": sub.get("assigned", []),
+                "topic": sub["topic"],
+                "group": sub["group"],
+                "model": sub["model"],
+                "ordering": sub["ordering"],
+                "lanes": sub["lanes"],
+                "assigned": sub["assigned"],
                 "held": [
                     {
                         "queue": int(q),
@@ -48,12 +47,10 @@ def _consumer(card: dict[str, Any]) -> dict[str, Any]:
                         "retries": view.get("retries", 0),
                         "last_error": view.get("last_error", ""),
                     }
-                    for q, view in sorted(
-                        (sub.get("queues") or {}).items(), key=lambda item: int(item[0])
-                    )
+                    for q, view in sorted(sub["queues"].items(), key=lambda item: int(item[0]))
                 ],
             }
-            for sub in card.get("subscriptions", [])
+            for sub in card["subscriptions"]
         ],
     }
 

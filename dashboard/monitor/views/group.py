@@ -5,15 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import redis
 from django.http import HttpRequest
 
 from dashboard.monitor import queries
 from dashboard.monitor.redis_conn import get_redis
 from dashboard.monitor.views.common import api_view, page_view, require_group
-from workers import keys
-from workers.broker import Broker
-from workers.inspect import consumers, topic_state
+from workers.inspect import (
+    QueueGroups,
+    dead_letters_per_queue,
+    group_members,
+    held_keys,
+    topic_state,
+)
 
 # The per-queue fields of ``workers.inspect.topic_state`` the group view passes on.
 QUEUE_FIELDS = (
@@ -46,15 +49,11 @@ def build_group(request: HttpRequest, topic: str, group: str) -> dict[str, Any]:
     client = get_redis()
     require_group(client, topic, group)
     state = topic_state(client, topic)
-    members = _members(client, topic, group)
-    dead = _dead_letters(client, topic, group, state["queue_count"])
-    queues = [_queue_row(q, group, dead[q["queue"]]) for q in state["queues"]]
-    blocked = [
-        {"queue": row["queue"], **b, "since_ms": int(float(b.get("since", 0)) * 1000)}
-        for row in queues
-        for b in row.pop("blocked_keys", [])
-    ]
-    parked = _parked_keys(client, topic, group, state["queue_count"])
+    members = group_members(client, topic, group)
+    dead = dead_letters_per_queue(client, topic, group)
+    queues = [_queue_row(q, group, dead.get(q["queue"], 0)) for q in state["queues"]]
+    blocked = [{"queue": row["queue"], **b} for row in queues for b in row.pop("blocked_keys", [])]
+    parked = held_keys(client, topic, group)
     return {
         "topic": topic,
         "group": group,
@@ -63,7 +62,7 @@ def build_group(request: HttpRequest, topic: str, group: str) -> dict[str, Any]:
         "ordering": members[0]["ordering"] if members else None,
         "consumers": members,
         "queues": queues,
-        "blocked_keys": sorted(blocked, key=lambda b: b["since_ms"]),
+        "blocked_keys": sorted(blocked, key=lambda b: b.get("since_ms", 0)),
         "parked_keys": parked,
         "lanes": queries.latest_lanes(topic, group, [m["id"] for m in members]),
         "totals": {
@@ -78,65 +77,18 @@ def build_group(request: HttpRequest, topic: str, group: str) -> dict[str, Any]:
     }
 
 
-def _queue_row(q: dict[str, Any], group: str, dead_letters: int) -> dict[str, Any]:
+def _queue_row(q: QueueGroups, group: str, dead_letters: int) -> dict[str, Any]:
     (g,) = [g for g in q["groups"] if g["group"] == group]
-    row = {"queue": q["queue"], "max_offset": q["max_offset"], "dead_letters": dead_letters}
-    row.update({name: g[name] for name in QUEUE_FIELDS if name in g})
+    fields: dict[str, Any] = dict(g)
+    row: dict[str, Any] = {
+        "queue": q["queue"],
+        "max_offset": q["max_offset"],
+        "dead_letters": dead_letters,
+    }
+    row.update({name: fields[name] for name in QUEUE_FIELDS if name in fields})
     if "blocked_keys" in g:
         row["blocked_keys"] = list(g["blocked_keys"])
     return row
-
-
-def _members(client: redis.Redis, topic: str, group: str) -> list[dict[str, Any]]:
-    """The live consumers subscribed to (topic, group), with their assignment."""
-    out = []
-    for card in consumers(client):
-        for sub in card.get("subscriptions", []):
-            if sub.get("topic") == topic and sub.get("group") == group:
-                out.append(
-                    {
-                        "id": card["id"],
-                        "host": card.get("host", ""),
-                        "pid": card.get("pid"),
-                        "ordering": sub.get("ordering", "queue"),
-                        "lanes": sub.get("lanes", 0),
-                        "assigned": sub.get("assigned", []),
-                        "heartbeat_age_s": card["heartbeat_age_s"],
-                    }
-                )
-    return out
-
-
-def _dead_letters(client: redis.Redis, topic: str, group: str, count: int) -> dict[int, int]:
-    pipe = client.pipeline(transaction=False)
-    for q in range(count):
-        pipe.xlen(keys.dead_letters(topic, q, group))
-    return {q: int(n) for q, n in enumerate(pipe.execute())}
-
-
-def _parked_keys(client: redis.Redis, topic: str, group: str, count: int) -> list[dict[str, Any]]:
-    """Held keys (``after_dlq = hold``) with their state and how many messages wait."""
-    broker = Broker(client)
-    held = [
-        (q, key, hold)
-        for q in range(count)
-        for key, hold in broker.parked_keys(topic, group, q).items()
-    ]
-    pipe = client.pipeline(transaction=False)
-    for q, key, _ in held:
-        pipe.zcard(keys.parked_messages(topic, q, group, key))
-    return [
-        {
-            "queue": q,
-            "key": key,
-            "state": hold.get("state", "held"),
-            "offset": hold.get("offset"),
-            "dlq_id": hold.get("dlq_id"),
-            "since_ms": hold.get("since"),
-            "messages": int(n),
-        }
-        for (q, key, hold), n in zip(held, pipe.execute() if held else [], strict=True)
-    ]
 
 
 group_page = page_view("monitor/group.html", build_group)

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from dashboard.monitor import lookup, queries
+from dashboard.monitor import queries
 from dashboard.monitor.redis_conn import get_redis
 from dashboard.monitor.views.common import (
     BadParameter,
@@ -18,7 +18,8 @@ from dashboard.monitor.views.common import (
     text_param,
     topic_queue_count,
 )
-from workers.topics import list_topics
+from workers.inspect import MessageNotFound, list_topics, message_at, messages_by_key
+from workers.refs import QueueRef
 
 MAX_MESSAGES = 200
 
@@ -44,15 +45,15 @@ def build_messages(request: HttpRequest) -> dict[str, Any]:
     client = get_redis()
     topic_queue_count(client, topic)
     if key:
-        found = lookup.by_key(client, topic, key, limit)
-        return {**found, "by": "key", "history": queries.key_history(topic, key)}
+        by_key = messages_by_key(client, topic, key, limit)
+        return {**by_key, "by": "key", "history": queries.key_history(topic, key)}
     assert queue is not None and offset is not None
     try:
-        found = lookup.by_offset(client, topic, queue, offset)
-    except (ValueError, lookup.MessageNotFound) as exc:
+        at = message_at(client, QueueRef(topic, queue), offset)
+    except (ValueError, MessageNotFound) as exc:
         raise NotFound(str(exc)) from None
-    history = queries.offset_history(topic, queue, found["key"], offset)
-    return {**found, "by": "offset", "history": history}
+    history = queries.offset_history(topic, queue, at["key"], offset)
+    return {**at, "by": "offset", "history": history}
 
 
 def build_lookup_page(request: HttpRequest) -> dict[str, Any]:

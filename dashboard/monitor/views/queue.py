@@ -12,9 +12,8 @@ from dashboard.monitor import queries
 from dashboard.monitor.redis_conn import get_redis
 from dashboard.monitor.routing import QUEUE_SOCKET_PATH
 from dashboard.monitor.views.common import api_view, int_param, page_view, queue_param
-from workers.broker import Broker
-from workers.inspect import queue_state
-from workers.message import MalformedEntry, decode_entry
+from workers.inspect import QueueState, key_at, queue_state
+from workers.refs import QueueRef
 
 # The chart and timeline cover the last quarter hour by default: about 90 lag samples,
 # the scale at which an operator reads "is it moving". At most a day.
@@ -36,7 +35,7 @@ def build_queue(request: HttpRequest, topic: str, queue: str) -> dict[str, Any]:
         maximum=MAX_MINUTES,
     )
     assert minutes is not None
-    state = queue_state(client, topic, q)
+    state = queue_state(client, QueueRef(topic, q))
     since = state["generated_at_ms"] - minutes * 60_000
     owners = {g["group"]: (g["owner"], g["token"]) for g in state["groups"] if g["owner"]}
     return {
@@ -52,7 +51,7 @@ def build_queue(request: HttpRequest, topic: str, queue: str) -> dict[str, Any]:
     }
 
 
-def problems(client: redis.Redis, state: dict[str, Any]) -> list[dict[str, Any]]:
+def problems(client: redis.Redis, state: QueueState) -> list[dict[str, Any]]:
     """The messages being retried, per group, with their last error: under key ordering
     each blocked key's message; under queue ordering the head of the queue (the message at
     the committed offset) while its retry count is above zero."""
@@ -68,34 +67,25 @@ def problems(client: redis.Redis, state: dict[str, Any]) -> list[dict[str, Any]]
                     "retries": b.get("retries", 0),
                     "waiting": b.get("waiting", 0),
                     "error": b.get("error", ""),
-                    "since_ms": int(float(b.get("since", 0)) * 1000),
+                    "since_ms": b.get("since_ms", 0),
                 }
                 for b in g["blocked_keys"]
             ]
-        elif g.get("retries", 0) > 0:
+        elif g["retries"] > 0:
             offset = g["committed_offset"]
             out.append(
                 {
                     "group": g["group"],
                     "kind": "retrying",
-                    "key": _key_at(client, state["topic"], state["queue"], offset),
+                    "key": key_at(client, QueueRef(state["topic"], state["queue"]), offset),
                     "offset": offset,
                     "retries": g["retries"],
                     "waiting": None,
-                    "error": g.get("last_error", ""),
+                    "error": g["last_error"],
                     "since_ms": None,
                 }
             )
     return out
-
-
-def _key_at(client: redis.Redis, topic: str, queue: int, offset: int) -> str:
-    for entry_id, fields in Broker(client).read_from(topic, queue, offset, 1):
-        try:
-            return decode_entry(topic, queue, entry_id, fields).key
-        except (MalformedEntry, ValueError):
-            return ""
-    return ""
 
 
 queue_page = page_view("monitor/queue.html", build_queue)

@@ -1,0 +1,133 @@
+"""Live consumers, read from their cards (``ls:consumer:<id>``, see ``workers.cards``).
+
+A card is refreshed every heartbeat and expires when its process stops refreshing it, so
+the cards present are the consumers alive within about two heartbeat timeouts.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple, TypedDict, cast
+
+import redis
+
+from workers import keys
+from workers.cards import QueueSnapshot, SubscriptionCard
+from workers.inspect.clock import redis_now_ms
+from workers.redis_types import as_bytes
+from workers.refs import QueueRef
+
+
+class LiveConsumer(TypedDict):
+    """One consumer instance: its card's fields plus its ``id`` and ``heartbeat_age_s``
+    (Redis time minus the card's ``heartbeat_at_ms``, at least 0; the two clocks may
+    differ by their skew). Fields missing from a card read as empty ("" / 0 / [])."""
+
+    id: str
+    host: str
+    pid: int | None
+    started_at_ms: int
+    heartbeat_at_ms: int
+    heartbeat_age_s: float
+    subscriptions: list[SubscriptionCard]
+
+
+class QueueCardKey(NamedTuple):
+    """Where a queue snapshot comes from: the queue, the group, the consumer's id."""
+
+    ref: QueueRef
+    group: str
+    consumer_id: str
+
+
+class GroupMember(TypedDict):
+    """A live consumer subscribed to one (topic, group), with its assignment."""
+
+    id: str
+    host: str
+    pid: int | None
+    ordering: str  # "queue" or "key"
+    lanes: int  # 0 under queue ordering
+    assigned: list[int]
+    heartbeat_age_s: float
+
+
+def consumers(client: redis.Redis) -> list[LiveConsumer]:
+    """Every consumer whose card has not expired, sorted by id.
+
+    Not quite read-only: ids whose card has expired are removed from ``ls:consumers``
+    (the set the consumers add themselves to), so it does not grow with dead processes."""
+    ids = sorted(as_bytes(m).decode() for m in client.smembers(keys.CONSUMERS))
+    if not ids:
+        return []
+    raw = client.mget([keys.consumer_info(i) for i in ids])
+    now_ms = redis_now_ms(client)
+    out = []
+    stale = []
+    for cid, blob in zip(ids, raw, strict=True):
+        if blob is None:
+            stale.append(cid)
+        else:
+            out.append(_live(cid, json.loads(blob), now_ms))
+    if stale:
+        client.srem(keys.CONSUMERS, *stale)
+    return out
+
+
+def _live(consumer_id: str, card: dict[str, Any], now_ms: int) -> LiveConsumer:
+    heartbeat_ms = int(card.get("heartbeat_at_ms", 0) or 0)
+    return {
+        "id": consumer_id,
+        "host": str(card.get("host", "")),
+        "pid": card.get("pid"),
+        "started_at_ms": int(card.get("started_at_ms", 0) or 0),
+        "heartbeat_at_ms": heartbeat_ms,
+        "heartbeat_age_s": round(max(0.0, (now_ms - heartbeat_ms) / 1000.0), 3),
+        "subscriptions": [_subscription(s) for s in card.get("subscriptions", [])],
+    }
+
+
+def _subscription(sub: dict[str, Any]) -> SubscriptionCard:
+    return {
+        "topic": str(sub.get("topic", "")),
+        "group": str(sub.get("group", "")),
+        "model": str(sub.get("model", "")),
+        "ordering": str(sub.get("ordering", "")),
+        "lanes": int(sub.get("lanes", 0) or 0),
+        "assigned": list(sub.get("assigned", [])),
+        "queues": cast(dict[str, QueueSnapshot], sub.get("queues") or {}),
+    }
+
+
+def queue_cards(client: redis.Redis, topic: str | None = None) -> dict[QueueCardKey, QueueSnapshot]:
+    """Every queue snapshot on a live card (of ``topic`` only, when given), by where it
+    comes from. Two consumers may both report a queue for a moment around a handover:
+    look up the lock owner's, as ``(ref, group, owner)``."""
+    cards: dict[QueueCardKey, QueueSnapshot] = {}
+    for card in consumers(client):
+        for sub in card["subscriptions"]:
+            if topic is not None and sub["topic"] != topic:
+                continue
+            for queue, snapshot in sub["queues"].items():
+                where = QueueCardKey(QueueRef(sub["topic"], int(queue)), sub["group"], card["id"])
+                cards[where] = snapshot
+    return cards
+
+
+def group_members(client: redis.Redis, topic: str, group: str) -> list[GroupMember]:
+    """The live consumers subscribed to (``topic``, ``group``), sorted by id. A card that
+    does not say its ordering counts as queue ordering (the default)."""
+    return [
+        {
+            "id": card["id"],
+            "host": card["host"],
+            "pid": card["pid"],
+            "ordering": sub["ordering"] or "queue",
+            "lanes": sub["lanes"],
+            "assigned": sub["assigned"],
+            "heartbeat_age_s": card["heartbeat_age_s"],
+        }
+        for card in consumers(client)
+        for sub in card["subscriptions"]
+        if sub["topic"] == topic and sub["group"] == group
+    ]

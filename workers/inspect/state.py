@@ -1,0 +1,150 @@
+"""Queue state: each (queue, group)'s lag joined with what its lock owner reports on its
+card (state, retries, last error; under key ordering the key-level state)."""
+
+from __future__ import annotations
+
+from typing import NotRequired, TypedDict
+
+import redis
+
+from workers.cards import BlockedKey, QueueSnapshot
+from workers.inspect.clock import redis_now_ms
+from workers.inspect.consumers import QueueCardKey, queue_cards
+from workers.inspect.lag import GroupLag, topic_lag
+from workers.refs import QueueRef
+from workers.topics import get_topic
+
+
+class GroupState(GroupLag):
+    """``GroupLag`` plus the owner's view of the queue.
+
+    ``state``: the owner's (consuming, idle, suspended, blocked, paused, lock_expired,
+    starting, stopped), ``unowned`` without a live lock, ``unknown`` when the owner's card
+    does not show the queue (yet). The key-ordering fields are present only when the
+    owner consumes the queue under key ordering; ``blocked_keys`` is the 20 blocked
+    longest and ``parked_key_states`` the first 50 held keys by name, ``(key,
+    held|releasing)`` (the counts are exact)."""
+
+    lock_age_ms: int | None
+    state: str
+    retries: int
+    last_error: str
+    low_water: NotRequired[int]
+    highest_completed: NotRequired[int]
+    in_flight: NotRequired[int]
+    flow_paused: NotRequired[bool]
+    blocked_keys: NotRequired[list[BlockedKey]]
+    blocked_count: NotRequired[int]
+    parked_count: NotRequired[int]
+    parked_key_states: NotRequired[list[tuple[str, str]]]
+
+
+class QueueGroups(TypedDict):
+    """One queue of a ``TopicState``."""
+
+    queue: int
+    max_offset: int
+    groups: list[GroupState]
+
+
+class TopicState(TypedDict):
+    name: str
+    queue_count: int
+    groups: list[str]
+    queues: list[QueueGroups]  # indexed by queue number
+    generated_at_ms: int
+
+
+class QueueState(TypedDict):
+    topic: str
+    queue: int
+    max_offset: int
+    generated_at_ms: int
+    groups: list[GroupState]
+
+
+def topic_state(client: redis.Redis, topic: str) -> TopicState:
+    """One topic as in ``overview``, each (queue, group) joined with its owner's card.
+    Raises ``UnknownTopicError``."""
+    now_ms = redis_now_ms(client)
+    lag = topic_lag(client, get_topic(client, topic), now_ms)
+    cards = queue_cards(client, topic)
+    queues: list[QueueGroups] = []
+    for q in lag["queues"]:
+        ref = QueueRef(topic, q["queue"])
+        groups = [
+            group_state(g, cards.get(QueueCardKey(ref, g["group"], g["owner"] or "")), now_ms)
+            for g in q["groups"]
+        ]
+        queues.append({"queue": q["queue"], "max_offset": q["max_offset"], "groups": groups})
+    return {
+        "name": lag["name"],
+        "queue_count": lag["queue_count"],
+        "groups": lag["groups"],
+        "queues": queues,
+        "generated_at_ms": now_ms,
+    }
+
+
+def queue_state(client: redis.Redis, ref: QueueRef) -> QueueState:
+    """One queue as in ``topic_state``. Raises ``UnknownTopicError``, or ``ValueError``
+    when the topic has no such queue."""
+    state = topic_state(client, ref.topic)
+    count = state["queue_count"]
+    if not 0 <= ref.queue < count:
+        raise ValueError(f"topic {ref.topic!r} has no queue {ref.queue} (0..{count - 1})")
+    return queue_of(state, ref.queue)
+
+
+def queue_of(state: TopicState, queue: int) -> QueueState:
+    """The ``queue_state`` of one queue of ``state`` (no Redis read); ``IndexError`` for a
+    queue out of range."""
+    q = state["queues"][queue]
+    return {
+        "topic": state["name"],
+        "queue": queue,
+        "max_offset": q["max_offset"],
+        "generated_at_ms": state["generated_at_ms"],
+        "groups": q["groups"],
+    }
+
+
+def group_state(g: GroupLag, card: QueueSnapshot | None, now_ms: int) -> GroupState:
+    """``g`` joined with its owner's snapshot of the queue (``None``: not on any card)."""
+    granted = g["lock_granted_at_ms"]
+    out: GroupState = {
+        **g,
+        "lock_age_ms": now_ms - granted if granted else None,
+        "state": "unowned",
+        "retries": 0,
+        "last_error": "",
+    }
+    if g["owner"] is None:
+        return out
+    if card is None:
+        out["state"] = "unknown"
+        return out
+    out["state"] = str(card.get("state", "unknown"))
+    out["retries"] = int(card.get("retries", 0) or 0)
+    out["last_error"] = str(card.get("last_error", "") or "")
+    _copy_key_state(out, card)
+    return out
+
+
+def _copy_key_state(out: GroupState, card: QueueSnapshot) -> None:
+    if "low_water" in card:
+        out["low_water"] = card["low_water"]
+    if "highest_completed" in card:
+        out["highest_completed"] = card["highest_completed"]
+    if "in_flight" in card:
+        out["in_flight"] = card["in_flight"]
+    if "flow_paused" in card:
+        out["flow_paused"] = card["flow_paused"]
+    if "blocked_keys" in card:
+        out["blocked_keys"] = card["blocked_keys"]
+    if "blocked_count" in card:
+        out["blocked_count"] = card["blocked_count"]
+    if "parked_count" in card:
+        out["parked_count"] = card["parked_count"]
+    if "parked_keys" in card:
+        out["parked_key_states"] = card["parked_keys"]
