@@ -16,6 +16,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,6 +107,19 @@ def decode_event(entry_id: bytes, raw: dict[bytes, bytes]) -> dict[str, Any]:
         "consumer": text.get("consumer", ""),
         "details": details if isinstance(details, dict) else {"value": details},
     }
+
+
+def append(client: redis.Redis, events: Iterable[Event], maxlen: int = 1_000_000) -> int:
+    """Append events to the event log now, in one pipelined round trip (for writers outside
+    a consumer process: beat tasks, operator actions). Returns how many were written."""
+    pipe = client.pipeline(transaction=False)
+    count = 0
+    for event in events:
+        pipe.xadd(keys.EVENTS, event.fields(), maxlen=maxlen, approximate=True)
+        count += 1
+    if count:
+        pipe.execute()
+    return count
 
 
 def _int_or_none(value: str | None) -> int | None:
@@ -204,10 +218,7 @@ class EventLog:
         if not batch:
             return 0
         try:
-            pipe = self._client.pipeline(transaction=False)
-            for ev in batch:
-                pipe.xadd(keys.EVENTS, ev.fields(), maxlen=self._maxlen, approximate=True)
-            pipe.execute()
+            append(self._client, batch, self._maxlen)
         except redis.RedisError:
             # Keep them: put them back in front and retry at the next flush.
             log.warning("event log unavailable; keeping %d events buffered", len(batch))

@@ -11,7 +11,6 @@ from django.utils import timezone
 from dashboard.monitor.models import Event
 from dashboard.monitor.redis_conn import get_redis
 from workers import events as ev
-from workers import keys
 from workers.config import Limits
 from workers.inspect import overview
 
@@ -22,30 +21,26 @@ def sample_lag() -> int:
     charts and the nightly analytics read."""
     client = get_redis()
     snapshot = overview(client)
-    pipe = client.pipeline(transaction=False)
-    maxlen = Limits.from_env().events_maxlen
-    count = 0
-    for topic in snapshot["topics"]:
-        for q in topic["queues"]:
-            for g in q["groups"]:
-                event = ev.Event(
-                    ev.LAG_SAMPLED,
-                    snapshot["generated_at_ms"],
-                    topic["name"],
-                    g["group"],
-                    q["queue"],
-                    details={
-                        "max_offset": q["max_offset"],
-                        "committed_offset": g["committed_offset"],
-                        "lag": g["lag"],
-                        "time_lag_s": g["time_lag_s"],
-                        "owner": g["owner"] or "",
-                    },
-                )
-                pipe.xadd(keys.EVENTS, event.fields(), maxlen=maxlen, approximate=True)
-                count += 1
-    pipe.execute()
-    return count
+    samples = [
+        ev.Event(
+            ev.LAG_SAMPLED,
+            snapshot["generated_at_ms"],
+            topic["name"],
+            g["group"],
+            q["queue"],
+            details={
+                "max_offset": q["max_offset"],
+                "committed_offset": g["committed_offset"],
+                "lag": g["lag"],
+                "time_lag_s": g["time_lag_s"],
+                "owner": g["owner"] or "",
+            },
+        )
+        for topic in snapshot["topics"]
+        for q in topic["queues"]
+        for g in q["groups"]
+    ]
+    return ev.append(client, samples, Limits.from_env().events_maxlen)
 
 
 @shared_task

@@ -15,7 +15,7 @@ from tests.dashboard.scenarios import FailOn, consuming, ingest_until
 from workers import create_topic
 from workers import events as ev
 from workers.config import AfterDlq, Ordering
-from workers.topics import register_group
+from workers.topics import groups_of, register_group
 
 pytestmark = pytest.mark.django_db
 
@@ -23,10 +23,17 @@ URL = "/api/v1/topics/orders/groups/mailer"
 
 
 def _group(client: Client, url: str = URL) -> dict[str, Any]:
+    """The group's JSON; the group must exist (see ``_registered``)."""
     response = client.get(url)
     assert response.status_code == 200, response.content
     body: dict[str, Any] = response.json()
     return body
+
+
+def _registered(redis_client: redis.Redis) -> None:
+    """Wait until the consumer has registered its group: before that the group's URL is a
+    404, which the tests' first read must not race."""
+    wait_until(lambda: groups_of(redis_client, "orders"), lambda groups: "mailer" in groups)
 
 
 def test_it_answers_an_anonymous_visitor_with_401_json(client: Client) -> None:
@@ -61,6 +68,7 @@ def test_it_shows_each_queue_held_by_the_consumer_with_its_offsets(
     client.force_login(viewer)
 
     with consuming(redis_url, "orders", "mailer", FailOn()) as consumer:
+        _registered(redis_client)
         group = wait_until(
             lambda: _group(client),
             lambda g: (
@@ -158,6 +166,7 @@ def test_it_lists_parked_keys_held_after_a_dead_letter(
         retry_initial_ms=20,
         retry_max_ms=40,
     ):
+        _registered(redis_client)
         group = wait_until(lambda: _group(client), lambda g: g["totals"]["parked_messages"] == 2)
 
     (parked,) = group["parked_keys"]

@@ -84,7 +84,7 @@ def test_it_stops_counting_a_dead_letter_once_it_is_discarded(redis_client: redi
     create_topic(redis_client, "orders", 1)
     dlq_id = _dead_letter(redis_client, QueueRef("orders", 0), "mailer", 5, "a")
 
-    assert discard(redis_client, "orders", "mailer", 0, dlq_id)
+    assert discard(redis_client, QueueRef("orders", 0), "mailer", dlq_id)
 
     assert dead_letters_per_queue(redis_client, "orders", "mailer") == {0: 0}
     assert get_dead_letter(redis_client, QueueRef("orders", 0), "mailer", dlq_id) is None

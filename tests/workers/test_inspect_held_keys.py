@@ -91,7 +91,7 @@ def test_it_shows_a_discarded_keys_hold_as_releasing_until_its_consumer_drains_i
     ref = QueueRef("orders", 0)
     dlq_id = _hold_key(redis_client, ref, "order-1", 0, [1])
 
-    assert discard(redis_client, "orders", GROUP, 0, dlq_id)
+    assert discard(redis_client, QueueRef("orders", 0), GROUP, dlq_id)
 
     (held,) = held_keys(redis_client, "orders", GROUP)
     assert (held["state"], held["dlq_id"], held["messages"]) == ("releasing", dlq_id, 1)

@@ -103,7 +103,7 @@ def test_it_runs_a_message_of_the_key_that_arrives_right_after_a_discard(
     wait_until(lambda: parked_keys(redis_client, TOPIC, GROUP, 0), 20, "the key to be held")
     (letter,) = list_dead_letters(redis_client, TOPIC, GROUP)
 
-    assert discard(redis_client, TOPIC, GROUP, 0, letter.id)
+    assert discard(redis_client, QueueRef(TOPIC, 0), GROUP, letter.id)
     # Sent before the consumer polls the discard: it still sees the key held and parks it.
     producer.send(TOPIC, HELD, body(1))
 

@@ -80,7 +80,7 @@ def test_it_parks_a_held_keys_later_messages_until_its_dead_letter_is_discarded(
     assert [r["s"] for r in records if r["k"] == HELD] == [0]
     assert [r["s"] for r in records if r["k"] == OTHER] == [0, 1, 2, 3]
 
-    assert discard(redis_client, TOPIC, GROUP, 0, letter.id, actor="ops@example.com")
+    assert discard(redis_client, QueueRef(TOPIC, 0), GROUP, letter.id, actor="ops@example.com")
     wait_until(
         lambda: [r["s"] for r in handled(redis_client) if r["k"] == HELD] == [0, 2, 3, 4, 5, 6],
         10,
@@ -93,7 +93,9 @@ def test_it_parks_a_held_keys_later_messages_until_its_dead_letter_is_discarded(
 
     assert parked() == []
     assert redis_client.xlen(keys.dead_letters(QueueRef(TOPIC, 0), GROUP)) == 0
-    assert not discard(redis_client, TOPIC, GROUP, 0, letter.id), "discard is not idempotent"
+    assert not discard(redis_client, QueueRef(TOPIC, 0), GROUP, letter.id), (
+        "discard is not idempotent"
+    )
     producer.send(TOPIC, HELD, body(7))  # the released key flows again
     wait_until(
         lambda: [r["s"] for r in handled(redis_client) if r["k"] == HELD][-1:] == [7],

@@ -91,7 +91,7 @@ def test_it_runs_a_replayed_dead_letter_first_and_then_the_parked_messages_in_or
     assert _held_seqs(redis_client) == [0]
 
     redis_client.delete(fail_flag(HELD))
-    assert replay(redis_client, TOPIC, GROUP, 0, letter.id, actor="ops@example.com")
+    assert replay(redis_client, QueueRef(TOPIC, 0), GROUP, letter.id, actor="ops@example.com")
     wait_until(
         lambda: _held_seqs(redis_client) == [0, 1, 2, 3, 4],
         10,
@@ -104,7 +104,9 @@ def test_it_runs_a_replayed_dead_letter_first_and_then_the_parked_messages_in_or
     assert records[1]["t1"] <= records[2]["t0"], "seq 2 started before the replay ended"
     assert parked_offsets(redis_client, TOPIC, GROUP, 0, HELD) == []
     assert redis_client.xlen(keys.dead_letters(QueueRef(TOPIC, 0), GROUP)) == 0
-    assert not replay(redis_client, TOPIC, GROUP, 0, letter.id), "replay is not idempotent"
+    assert not replay(redis_client, QueueRef(TOPIC, 0), GROUP, letter.id), (
+        "replay is not idempotent"
+    )
     assert [r["s"] for r in handled(redis_client)].count(1) == 2  # HELD's and OTHER's seq 1
     wait_until(lambda: events(redis_client, "key_released"), 5, "the key_released event")
     (replayed,) = events(redis_client, "dead_letter_replayed")
@@ -133,7 +135,7 @@ def test_it_holds_the_key_again_when_a_replayed_dead_letter_fails_again(
     parked = [offsets[s] for s in (2, 3, 4)]
     first = _held_with(redis_client, parked)
 
-    assert replay(redis_client, TOPIC, GROUP, 0, first.id)  # the flag is still set
+    assert replay(redis_client, QueueRef(TOPIC, 0), GROUP, first.id)  # the flag is still set
     second = wait_until(
         lambda: next(
             (d for d in list_dead_letters(redis_client, TOPIC, GROUP) if d.id != first.id), None
@@ -146,7 +148,7 @@ def test_it_holds_the_key_again_when_a_replayed_dead_letter_fails_again(
     assert _held_seqs(redis_client) == [0]
 
     redis_client.delete(fail_flag(HELD))
-    assert replay(redis_client, TOPIC, GROUP, 0, second.id)
+    assert replay(redis_client, QueueRef(TOPIC, 0), GROUP, second.id)
     wait_until(
         lambda: _held_seqs(redis_client) == [0, 1, 2, 3, 4],
         10,

@@ -22,6 +22,7 @@ from tests.workers.harness import (
 from workers import Producer, create_topic
 from workers.dead_letters import discard
 from workers.inspect import list_dead_letters
+from workers.refs import QueueRef
 
 TOPIC, GROUP = "orders", "billing-restart"
 HELD, OTHER = "order-1", "order-2"
@@ -89,7 +90,7 @@ def test_it_keeps_parked_messages_through_a_consumer_restart_and_runs_them_on_di
     (letter,) = list_dead_letters(redis_client, TOPIC, GROUP)
     assert parked_keys(redis_client, TOPIC, GROUP, 0)[HELD]["dlq_id"] == letter.id
 
-    assert discard(redis_client, TOPIC, GROUP, 0, letter.id)
+    assert discard(redis_client, QueueRef(TOPIC, 0), GROUP, letter.id)
     wait_until(
         lambda: _held_seqs(redis_client) == [0, 2, 3, 4],
         15,
