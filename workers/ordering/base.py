@@ -113,19 +113,25 @@ class QueueWorker(ABC):
 
     # -- the mode's part ---------------------------------------------------------------
     @abstractmethod
-    def restore(self) -> None: ...
+    def restore(self) -> None:
+        """Read where to start (offsets, mode state) from Redis; set ``next_fetch``."""
 
     @abstractmethod
-    def consume(self) -> None: ...
+    def consume(self) -> None:
+        """Consume until ``stopping`` is set; the handler only through ``invoke``."""
 
     @abstractmethod
-    def finish(self) -> None: ...
+    def finish(self) -> None:
+        """Wait for work in progress, then write what completed (fenced, through
+        ``accepted``) unless ``release_lock`` is false. Runs even after a crash."""
 
     @abstractmethod
-    def commit_point(self) -> int: ...
+    def commit_point(self) -> int:
+        """The committed offset as this mode sees it: every offset below it is done."""
 
     @abstractmethod
-    def snapshot(self) -> QueueSnapshot: ...
+    def snapshot(self) -> QueueSnapshot:
+        """The queue as the consumer's card shows it; called from the card thread."""
 
     # -- control (called from the rebalance thread) ----------------------------------
     def start(self) -> None:
