@@ -15,6 +15,7 @@ from typing import Any
 
 from workers.env import env_float, env_int
 from workers.errors import ConfigurationError
+from workers.message import clamp_suspend
 
 # RocketMQ's orderly default (Integer.MAX_VALUE): retry forever, the queue blocks meanwhile.
 UNBOUNDED = -1
@@ -131,11 +132,6 @@ class Limits:
             stream_maxlen=env_int("LOCKSTEP_STREAM_MAXLEN", d.stream_maxlen, minimum=0),
             events_maxlen=env_int("LOCKSTEP_EVENTS_MAXLEN", d.events_maxlen, minimum=1000),
         )
-
-
-def clamp_suspend(seconds: float) -> float:
-    """RocketMQ clamps suspendCurrentQueueTimeMillis to 10 ms .. 30 s."""
-    return min(max(seconds, 0.01), 30.0)
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from workers.config import clamp_suspend
 from workers.refs import QueueRef
+
+
+def clamp_suspend(seconds: float) -> float:
+    """RocketMQ clamps suspendCurrentQueueTimeMillis to 10 ms .. 30 s."""
+    return min(max(seconds, 0.01), 30.0)
 
 
 class ConsumeStatus(StrEnum):
