@@ -12,7 +12,8 @@ from typing import Any
 import redis
 
 from workers import keys
-from workers.message import Message
+from workers.config import Subscription
+from workers.message import FailedAttempt, Message
 from workers.redis_types import as_bytes, entries, xread_entries
 from workers.refs import QueueRef
 from workers.scripts import script
@@ -252,7 +253,14 @@ class Broker:
         return int(raw) if raw else 0
 
 
-def dead_letter_entry(message: Message, group: str, error: str) -> dict[str, Any]:
+def dead_letter_entry(
+    message: Message,
+    sub: Subscription,
+    error: str,
+    attempts: Sequence[FailedAttempt] = (),
+) -> dict[str, Any]:
+    """The fields of a message's dead letter (docs/redis-layout.md): the message, why it
+    failed and how the subscription consumes (which decides how a replay keeps order)."""
     return {
         "topic": message.topic,
         "queue": message.queue,
@@ -262,8 +270,11 @@ def dead_letter_entry(message: Message, group: str, error: str) -> dict[str, Any
         "headers": _json(message.headers),
         "produced_at_ms": int(message.produced_at * 1000),
         "reconsume_times": message.reconsume_times,
-        "group": group,
-        "error": error[:4000],  # the cause, without a huge traceback per dead letter
+        "group": sub.group,
+        "error": error[:4000],  # the cause in one line; tracebacks are in ``attempts``
+        "ordering": sub.ordering.value,
+        "after_dlq": sub.after_dlq.value,
+        "attempts": _json(list(attempts)),
     }
 
 

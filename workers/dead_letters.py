@@ -1,62 +1,156 @@
-"""Operator actions on dead letters: replay (back to the key's place) and discard. Reading
+"""Operator actions on dead letters: replay (keeping the key's order) and discard. Reading
 them (list, get, counts) is ``workers.inspect``'s.
 
-Both actions are idempotent (a dead letter already replayed or discarded changes
-nothing and returns False) and leave an audit event in the event log.
+Both actions are idempotent (a dead letter already replayed or discarded changes nothing
+and reports ``missing`` / False) and leave an audit event in the event log. How a replay
+keeps order (docs/semantics.md, "Replay and discard"):
+- a dead letter that holds its key (``after_dlq = hold``) goes back *in place*: it runs
+  before the key's parked messages, which then run in their original order;
+- any other (queue ordering, ``continue``, a key no longer held by it) is *re-published* to
+  the end of its queue with headers linking it to its dead letter (``lockstep-replay-of``,
+  ``lockstep-replay-id``, ``lockstep-original-offset``). Replaying several messages of one
+  key in their original offset order keeps their order among themselves.
 """
 
 from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
 
 import redis
 
 from workers import events as ev
 from workers import keys
+from workers.config import Limits
 from workers.inspect.clock import redis_now_ms
-from workers.inspect.dead_letters import get_dead_letter
-from workers.message import serialize
+from workers.inspect.dead_letters import DeadLetter, get_dead_letter
+from workers.message import ORIGINAL_OFFSET_HEADER, REPLAY_ID_HEADER, REPLAY_OF_HEADER, serialize
 from workers.refs import QueueRef
 from workers.scripts import script
 
 
-def replay(client: redis.Redis, ref: QueueRef, group: str, dlq_id: str, actor: str = "") -> bool:
-    """Put the dead letter back at its key's place; the owning consumer runs it, then the
-    key's parked messages, in offset order."""
-    return _release(client, ref, group, dlq_id, "replay", actor)
+class ReplayOutcome(StrEnum):
+    IN_PLACE = "in_place"  # back at its key's place, ahead of the key's parked messages
+    REPUBLISHED = "republished"  # appended to its queue, linked by headers
+    MISSING = "missing"  # not (or no longer) a dead letter: nothing done
 
 
-def discard(client: redis.Redis, ref: QueueRef, group: str, dlq_id: str, actor: str = "") -> bool:
-    """Drop the dead letter; a held key is released and its parked messages run in order.
-    The key stays ``releasing`` until the queue's consumer has drained (or found empty) its
-    parked set, even with nothing parked."""
-    return _release(client, ref, group, dlq_id, "discard", actor)
+@dataclass(frozen=True)
+class Replayed:
+    outcome: ReplayOutcome
+    offset: int | None = None  # the new offset when re-published
+
+    @property
+    def done(self) -> bool:
+        return self.outcome is not ReplayOutcome.MISSING
+
+
+def replay(
+    client: redis.Redis,
+    ref: QueueRef,
+    group: str,
+    dlq_id: str,
+    *,
+    replay_id: str = "",
+    actor: str = "",
+) -> Replayed:
+    """Replay dead letter ``dlq_id`` (see the module docstring for where it goes).
+    ``replay_id`` (the operator's request) travels with the message and its events."""
+    letter = get_dead_letter(client, ref, group, dlq_id)
+    if letter is None:
+        return Replayed(ReplayOutcome.MISSING)
+    headers = {
+        **letter.headers_dict,
+        REPLAY_OF_HEADER: dlq_id,
+        REPLAY_ID_HEADER: replay_id,
+        ORIGINAL_OFFSET_HEADER: letter.offset,
+    }
+    message = letter.as_message()
+    message.headers = headers
+    reply = _release(
+        client,
+        letter,
+        "replay",
+        member=serialize(message),
+        headers=json.dumps(headers, separators=(",", ":"), default=str),
+    )
+    if not reply:
+        return Replayed(ReplayOutcome.MISSING)
+    kind, offset = int(reply[0]), int(reply[1])
+    replayed = (
+        Replayed(ReplayOutcome.IN_PLACE)
+        if kind == 1
+        else Replayed(ReplayOutcome.REPUBLISHED, offset)
+    )
+    _audit(
+        client,
+        letter,
+        ev.DEAD_LETTER_REPLAYED,
+        actor,
+        {
+            "replay_id": replay_id,
+            "outcome": replayed.outcome.value,
+            "new_offset": replayed.offset,
+        },
+    )
+    return replayed
+
+
+def discard(
+    client: redis.Redis,
+    ref: QueueRef,
+    group: str,
+    dlq_id: str,
+    *,
+    actor: str = "",
+    reason: str = "",
+) -> bool:
+    """Drop the dead letter; a key it holds is released and its parked messages run in
+    order. The key stays ``releasing`` until the queue's consumer has drained (or found
+    empty) its parked set, even with nothing parked."""
+    letter = get_dead_letter(client, ref, group, dlq_id)
+    if letter is None or not _release(client, letter, "discard"):
+        return False
+    _audit(client, letter, ev.DEAD_LETTER_DISCARDED, actor, {"reason": reason})
+    return True
 
 
 def _release(
-    client: redis.Redis, ref: QueueRef, group: str, dlq_id: str, action: str, actor: str
-) -> bool:
-    letter = get_dead_letter(client, ref, group, dlq_id)
-    if letter is None:
-        return False
-    member = serialize(letter.as_message()) if action == "replay" else ""
-    done = bool(
-        script(client, "release_dead_letter")(
-            keys=[
-                keys.dead_letters(ref, group),
-                keys.parked_keys(ref, group),
-                keys.parked_messages(ref, group, letter.key),
-            ],
-            args=[dlq_id, action, letter.key, letter.offset, member],
-        )
-    )
-    if done:
-        event = ev.Event(
-            ev.DEAD_LETTER_REPLAYED if action == "replay" else ev.DEAD_LETTER_DISCARDED,
-            redis_now_ms(client),
-            ref.topic,
-            group,
-            ref.queue,
+    client: redis.Redis, letter: DeadLetter, action: str, *, member: str = "", headers: str = ""
+) -> Any:
+    ref, group = letter.ref, letter.group
+    return script(client, "release_dead_letter")(
+        keys=[
+            keys.dead_letters(ref, group),
+            keys.parked_keys(ref, group),
+            keys.parked_messages(ref, group, letter.key),
+            keys.stream(ref),
+            keys.sequence(ref),
+        ],
+        args=[
+            letter.id,
+            action,
             letter.key,
-            details={"dlq_id": dlq_id, "offset": letter.offset, "actor": actor},
-        )
-        ev.append(client, [event])
-    return done
+            letter.offset,
+            member,
+            headers,
+            Limits.from_env().stream_maxlen,
+        ],
+    )
+
+
+def _audit(
+    client: redis.Redis, letter: DeadLetter, type_: str, actor: str, details: dict[str, Any]
+) -> None:
+    event = ev.Event(
+        type_,
+        redis_now_ms(client),
+        letter.topic,
+        letter.group,
+        letter.queue,
+        letter.key,
+        details={"dlq_id": letter.id, "offset": letter.offset, "actor": actor, **details},
+    )
+    ev.append(client, [event])

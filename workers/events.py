@@ -53,6 +53,8 @@ KEY_STATE = "key_state"
 LANES = "lanes"
 DEAD_LETTER_REPLAYED = "dead_letter_replayed"
 DEAD_LETTER_DISCARDED = "dead_letter_discarded"
+# A replayed dead letter was handled successfully (details: dlq_id, replay_id, offsets).
+REPLAY_SUCCEEDED = "replay_succeeded"
 
 
 @dataclass

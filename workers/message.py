@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypedDict
 
 from workers.refs import QueueRef
 
@@ -15,6 +15,25 @@ from workers.refs import QueueRef
 def clamp_suspend(seconds: float) -> float:
     """RocketMQ clamps suspendCurrentQueueTimeMillis to 10 ms .. 30 s."""
     return min(max(seconds, 0.01), 30.0)
+
+
+# Headers a replayed message carries, linking it to its dead letter (docs/semantics.md).
+REPLAY_OF_HEADER = "lockstep-replay-of"  # the dead letter's entry ID
+REPLAY_ID_HEADER = "lockstep-replay-id"  # the operator's request ID
+ORIGINAL_OFFSET_HEADER = "lockstep-original-offset"
+
+
+class FailedAttempt(TypedDict):
+    """One failed attempt at a message, as its dead letter records it."""
+
+    at_ms: int  # when the attempt ended (consumer clock)
+    error: str  # one line: the exception, or what the handler returned
+    traceback: str  # "" when the handler returned a suspend instead of raising
+
+
+# A dead letter keeps this many of its message's last attempts: the story of a poison
+# message without an unbounded record per retry.
+MAX_RECORDED_ATTEMPTS = 10
 
 
 class ConsumeStatus(StrEnum):

@@ -1,8 +1,9 @@
 """Loads the Lua scripts that sit next to this module (one file per atomic state change).
 
-A script whose header has the line ``-- Prelude: fence`` gets ``lua/_fence.lua`` put in
-front of it: the fence check (owner, token, broker-side expiry) that every fenced state
-change starts with, written once (docs/fencing.md).
+A script whose header has a line ``-- Prelude: NAME`` gets ``lua/_NAME.lua`` put in front
+of it, so code several scripts need is written once: ``fence``, the fence check (owner,
+token, broker-side expiry) every fenced state change starts with (docs/fencing.md), and
+``produce``, the append of a message with the next dense offset.
 """
 
 from functools import cache
@@ -12,7 +13,7 @@ import redis
 from redis.commands.core import Script
 
 _LUA_DIR = Path(__file__).with_name("lua")
-_FENCE_MARKER = "-- Prelude: fence"
+_PRELUDE_MARKER = "-- Prelude: "
 
 
 @cache
@@ -24,9 +25,12 @@ def _read(name: str) -> str:
 def source(name: str) -> str:
     """The full source of script ``name``, with its prelude when its header asks for one."""
     text = _read(name)
-    if any(line.startswith(_FENCE_MARKER) for line in text.splitlines()):
-        return _read("_fence") + "\n" + text
-    return text
+    preludes = [
+        line.removeprefix(_PRELUDE_MARKER).split()[0]
+        for line in text.splitlines()
+        if line.startswith(_PRELUDE_MARKER)
+    ]
+    return "\n".join([*(_read(f"_{prelude}") for prelude in preludes), text])
 
 
 def script(client: redis.Redis, name: str) -> Script:

@@ -9,7 +9,7 @@ so a test can check loss, per-key order and who handled what when. A record hold
     c    the consumer id             tok  the fencing token  pid  the process id
     t0   time.monotonic() when handling started, t1 when it ended (CLOCK_MONOTONIC is
          system-wide on Linux, so these compare across processes on one machine)
-    ts   time.time() at the end
+    ts   time.time() at the end    h    the message's headers
 
 What a message does is driven by its body, a JSON object:
 
@@ -21,6 +21,7 @@ What a message does is driven by its body, a JSON object:
                                    the handler, so a test can freeze it mid-message
     {"seq": 3, "fail_while": "x"}  fails while the Redis key ``fail_flag("x")`` exists, so a
                                    test decides when the message starts to succeed
+    {"seq": 3, "raise_while": "x"} the same, but raising ``RuntimeError`` (a traceback)
     {"seq": 3, "gate": "g"}        waits inside the handler while ``gate("g")`` exists, so
                                    a test can hold handlers busy and then let them go
 
@@ -78,7 +79,10 @@ def _spec(message: Message) -> dict[str, Any]:
 
 
 def _special(spec: dict[str, Any]) -> bool:
-    return any(name in spec for name in ("poison", "none_once", "sleep_once", "fail_while", "gate"))
+    return any(
+        name in spec
+        for name in ("poison", "none_once", "sleep_once", "fail_while", "raise_while", "gate")
+    )
 
 
 def _count_call(message: Message) -> int:
@@ -116,6 +120,8 @@ def record(messages: Sequence[Message], ctx: ConsumeContext) -> ConsumeStatus | 
             return None  # not a ConsumeStatus: the runtime must treat it as a failure
         if "fail_while" in spec and client().exists(fail_flag(str(spec["fail_while"]))):
             return ConsumeStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        if "raise_while" in spec and client().exists(fail_flag(str(spec["raise_while"]))):
+            raise RuntimeError(f"card declined for {message.key}")
         while "gate" in spec and client().exists(gate(str(spec["gate"]))):
             time.sleep(GATE_POLL_S)
         if "sleep_once" in spec:
@@ -135,6 +141,7 @@ def record(messages: Sequence[Message], ctx: ConsumeContext) -> ConsumeStatus | 
                     "t1": time.monotonic(),
                     "ts": time.time(),
                     "w0": started_wall,
+                    "h": message.headers,
                 }
             )
         )

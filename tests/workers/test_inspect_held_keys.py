@@ -8,6 +8,7 @@ import redis
 
 from workers import create_topic
 from workers.broker import Broker, dead_letter_entry
+from workers.config import AfterDlq, Ordering, Subscription
 from workers.dead_letters import discard
 from workers.inspect import held_keys, holds, parked_messages, parked_offsets, redis_now_ms
 from workers.message import Message, serialize
@@ -25,7 +26,8 @@ def _hold_key(client: redis.Redis, ref: QueueRef, key: str, dead: int, parked: l
     messages at ``parked`` offsets, as the key-ordering worker does. Returns the dlq id."""
     broker = Broker(client)
     (grant,) = broker.lock_batch([ref], GROUP, "c1", 60.0)
-    entry = dead_letter_entry(_message(ref, dead, key), GROUP, "RuntimeError: card declined")
+    sub = Subscription(ref.topic, GROUP, "h.h", ordering=Ordering.KEY, after_dlq=AfterDlq.HOLD)
+    entry = dead_letter_entry(_message(ref, dead, key), sub, "RuntimeError: card declined")
     held = broker.dead_letter(ref, GROUP, "c1", grant.token, dead + 1, entry, park_key=key)
     assert held.ok
     members = [(o, serialize(_message(ref, o, key))) for o in parked]

@@ -18,7 +18,7 @@ from tests.workers.harness import (
 )
 from workers import Producer, create_topic, keys
 from workers.config import AfterDlq, Ordering
-from workers.dead_letters import replay
+from workers.dead_letters import ReplayOutcome, replay
 from workers.inspect import DeadLetter, list_dead_letters
 from workers.refs import QueueRef
 
@@ -91,7 +91,10 @@ def test_it_runs_a_replayed_dead_letter_first_and_then_the_parked_messages_in_or
     assert _held_seqs(redis_client) == [0]
 
     redis_client.delete(fail_flag(HELD))
-    assert replay(redis_client, QueueRef(TOPIC, 0), GROUP, letter.id, actor="ops@example.com")
+    replayed = replay(
+        redis_client, QueueRef(TOPIC, 0), GROUP, letter.id, replay_id="r-1", actor="ops@example.com"
+    )
+    assert replayed.outcome is ReplayOutcome.IN_PLACE
     wait_until(
         lambda: _held_seqs(redis_client) == [0, 1, 2, 3, 4],
         10,
@@ -104,16 +107,18 @@ def test_it_runs_a_replayed_dead_letter_first_and_then_the_parked_messages_in_or
     assert records[1]["t1"] <= records[2]["t0"], "seq 2 started before the replay ended"
     assert parked_offsets(redis_client, TOPIC, GROUP, 0, HELD) == []
     assert redis_client.xlen(keys.dead_letters(QueueRef(TOPIC, 0), GROUP)) == 0
-    assert not replay(redis_client, QueueRef(TOPIC, 0), GROUP, letter.id), (
-        "replay is not idempotent"
-    )
+    again = replay(redis_client, QueueRef(TOPIC, 0), GROUP, letter.id)
+    assert again.outcome is ReplayOutcome.MISSING, "replay is not idempotent"
     assert [r["s"] for r in handled(redis_client)].count(1) == 2  # HELD's and OTHER's seq 1
     wait_until(lambda: events(redis_client, "key_released"), 5, "the key_released event")
-    (replayed,) = events(redis_client, "dead_letter_replayed")
-    assert replayed["details"] == {
+    (audit,) = events(redis_client, "dead_letter_replayed")
+    assert audit["details"] == {
         "dlq_id": letter.id,
         "offset": offsets[1],
         "actor": "ops@example.com",
+        "replay_id": "r-1",
+        "outcome": "in_place",
+        "new_offset": None,
     }
 
 
@@ -135,7 +140,8 @@ def test_it_holds_the_key_again_when_a_replayed_dead_letter_fails_again(
     parked = [offsets[s] for s in (2, 3, 4)]
     first = _held_with(redis_client, parked)
 
-    assert replay(redis_client, QueueRef(TOPIC, 0), GROUP, first.id)  # the flag is still set
+    # The flag is still set: the replay fails again.
+    assert replay(redis_client, QueueRef(TOPIC, 0), GROUP, first.id).done
     second = wait_until(
         lambda: next(
             (d for d in list_dead_letters(redis_client, TOPIC, GROUP) if d.id != first.id), None
@@ -148,7 +154,7 @@ def test_it_holds_the_key_again_when_a_replayed_dead_letter_fails_again(
     assert _held_seqs(redis_client) == [0]
 
     redis_client.delete(fail_flag(HELD))
-    assert replay(redis_client, QueueRef(TOPIC, 0), GROUP, second.id)
+    assert replay(redis_client, QueueRef(TOPIC, 0), GROUP, second.id).done
     wait_until(
         lambda: _held_seqs(redis_client) == [0, 1, 2, 3, 4],
         10,

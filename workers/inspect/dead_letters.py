@@ -7,15 +7,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import redis
 
 from workers import keys
 from workers.inspect.lag import Overview
-from workers.message import Message
+from workers.message import REPLAY_OF_HEADER, FailedAttempt, Message
 from workers.redis_types import as_bytes, entries
 from workers.refs import QueueRef
-from workers.topics import get_topic
+from workers.topics import get_topic, groups_of, list_topics
 
 
 @dataclass(frozen=True)
@@ -35,25 +36,38 @@ class DeadLetter:
     reconsume_times: int
     error: str
     dead_at_ms: int
+    ordering: str = ""  # the subscription's: "queue" or "key" ("" from older entries)
+    after_dlq: str = ""  # "continue" or "hold" under key ordering
+    attempts: tuple[FailedAttempt, ...] = ()  # the last attempts, oldest first
 
     @property
     def ref(self) -> QueueRef:
         return QueueRef(self.topic, self.queue)
 
-    def as_message(self) -> Message:
-        """The message as it was produced, with its retries reset (a replay starts them
-        afresh); headers that are not a JSON object read as none."""
+    @property
+    def headers_dict(self) -> dict[str, Any]:
+        """The headers as a mapping; headers that are not a JSON object read as none."""
         try:
             headers = json.loads(self.headers or "{}")
         except ValueError:
-            headers = {}
+            return {}
+        return headers if isinstance(headers, dict) else {}
+
+    @property
+    def replay_of(self) -> str:
+        """The dead letter this message was a replay of ("" when it was not a replay)."""
+        return str(self.headers_dict.get(REPLAY_OF_HEADER, ""))
+
+    def as_message(self) -> Message:
+        """The message as it was produced, with its retries reset (a replay starts them
+        afresh); headers that are not a JSON object read as none."""
         return Message(
             self.topic,
             self.queue,
             self.offset,
             self.key,
             self.body,
-            headers if isinstance(headers, dict) else {},
+            self.headers_dict,
             self.produced_at_ms / 1000.0,
             0,
         )
@@ -82,6 +96,28 @@ def _decode(ref: QueueRef, group: str, entry_id: bytes, f: dict[bytes, bytes]) -
         number("reconsume_times"),
         text("error"),
         number("dead_at"),
+        text("ordering"),
+        text("after_dlq"),
+        _attempts(text("attempts")),
+    )
+
+
+def _attempts(raw: str) -> tuple[FailedAttempt, ...]:
+    """The recorded attempts; a damaged or missing record reads as none."""
+    try:
+        data = json.loads(raw or "[]")
+    except ValueError:
+        return ()
+    if not isinstance(data, list):
+        return ()
+    return tuple(
+        FailedAttempt(
+            at_ms=int(a.get("at_ms", 0) or 0),
+            error=str(a.get("error", "")),
+            traceback=str(a.get("traceback", "")),
+        )
+        for a in data
+        if isinstance(a, dict)
     )
 
 
@@ -100,6 +136,26 @@ def list_dead_letters(
             if key is None or letter.key == key:
                 out.append(letter)
     return sorted(out, key=lambda d: (d.queue, d.offset))
+
+
+def read_dead_letters(
+    client: redis.Redis, ref: QueueRef, group: str, after_id: str = "0-0", count: int = 500
+) -> list[DeadLetter]:
+    """Up to ``count`` dead letters of the group on the queue with an entry ID after
+    ``after_id``, oldest first: what a reader that keeps a cursor per stream asks for."""
+    raw = client.xrange(keys.dead_letters(ref, group), f"({after_id}", "+", count=count)
+    return [_decode(ref, group, entry_id, f) for entry_id, f in entries(raw)]
+
+
+def dead_letter_streams(client: redis.Redis) -> list[tuple[QueueRef, str]]:
+    """Every (queue, group) that may hold dead letters: each queue of each topic, for
+    each group that ever subscribed to it."""
+    return [
+        (QueueRef(topic.name, q), group)
+        for topic in list_topics(client)
+        for group in groups_of(client, topic.name)
+        for q in range(topic.queues)
+    ]
 
 
 def get_dead_letter(

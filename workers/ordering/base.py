@@ -34,7 +34,7 @@ import threading
 import time
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,8 +47,13 @@ from workers.config import Subscription, Timings
 from workers.events import EventLog
 from workers.lanes import LanePool
 from workers.message import (
+    MAX_RECORDED_ATTEMPTS,
+    ORIGINAL_OFFSET_HEADER,
+    REPLAY_ID_HEADER,
+    REPLAY_OF_HEADER,
     ConsumeContext,
     ConsumeStatus,
+    FailedAttempt,
     Handler,
     MalformedEntry,
     Message,
@@ -59,6 +64,8 @@ from workers.refs import QueueRef
 log = logging.getLogger(__name__)
 
 Item = Message | MalformedEntry
+# A dead letter keeps the end of each attempt's traceback: the frames nearest the error.
+MAX_TRACEBACK_CHARS = 4000
 
 
 @dataclass
@@ -84,10 +91,34 @@ class Attempt:
     error: str
     suspend_s: float
     suspend_chosen: bool
+    traceback: str = ""  # when the handler raised
+    ended_ms: int = 0
 
     @property
     def succeeded(self) -> bool:
         return self.status is ConsumeStatus.SUCCESS
+
+
+class FailureLog:
+    """The last failed attempts of each failing message, by offset, for its dead letter.
+    In memory, as reconsume counts are: a new owner starts both afresh. Each offset is
+    written by one thread at a time (the queue's, or its key's lane)."""
+
+    def __init__(self) -> None:
+        self._by_offset: dict[int, list[FailedAttempt]] = {}
+
+    def record(self, offsets: Iterable[int], attempt: Attempt) -> None:
+        entry = FailedAttempt(
+            at_ms=attempt.ended_ms, error=attempt.error, traceback=attempt.traceback
+        )
+        for offset in offsets:
+            kept = self._by_offset.setdefault(offset, [])
+            kept.append(entry)
+            del kept[:-MAX_RECORDED_ATTEMPTS]
+
+    def take(self, offset: int) -> list[FailedAttempt]:
+        """The offset's attempts, forgetting them (it succeeded or is dead-lettered)."""
+        return self._by_offset.pop(offset, []) if self._by_offset else []
 
 
 class QueueWorker(ABC):
@@ -225,10 +256,12 @@ class QueueWorker(ABC):
             env.sub.suspend_ms,
         )
         started = time.monotonic()
+        trace = ""
         try:
             status, error = status_of(env.handler(batch, ctx))
         except Exception as exc:
             status, error = ConsumeStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT, describe(exc)
+            trace = traceback.format_exc()[-MAX_TRACEBACK_CHARS:]
         if not self.lock_valid():
             self.emit(
                 ev.LOCK_MARGIN_OVERRUN,
@@ -240,7 +273,8 @@ class QueueWorker(ABC):
                 },
             )
         chosen = ctx.suspend_ms != env.sub.suspend_ms
-        return Attempt(status, error, ctx.suspend_seconds, chosen)
+        ended_ms = int(time.time() * 1000) if trace or status is not ConsumeStatus.SUCCESS else 0
+        return Attempt(status, error, ctx.suspend_seconds, chosen, trace, ended_ms)
 
     def accepted(
         self, result: CommitResult, offset: int, completed: str = "", **details: Any
@@ -289,6 +323,19 @@ class QueueWorker(ABC):
             **extra,
         }
         self.emit(ev.DEAD_LETTERED, key=message.key, details=details)
+
+    def report_handled(self, message: Message) -> None:
+        """Called for every message handled successfully: a replayed dead letter (linked
+        by its headers) is reported as ``replay_succeeded``. Costs nothing for others."""
+        headers = message.headers
+        if headers and REPLAY_OF_HEADER in headers:
+            details = {
+                "dlq_id": str(headers[REPLAY_OF_HEADER]),
+                "replay_id": str(headers.get(REPLAY_ID_HEADER, "")),
+                "original_offset": headers.get(ORIGINAL_OFFSET_HEADER),
+                "offset": message.offset,
+            }
+            self.emit(ev.REPLAY_SUCCEEDED, key=message.key, details=details)
 
     def report_malformed(self, bad: MalformedEntry, dlq_id: str) -> None:
         """``malformed_entry``, once the fenced move of the entry was accepted."""

@@ -32,7 +32,7 @@ from workers.config import UNBOUNDED, AfterDlq
 from workers.lanes import LanePool, Task, Verdict
 from workers.message import MalformedEntry, Message, deserialize, serialize
 from workers.offset_tracker import OffsetTracker
-from workers.ordering.base import QueueWorker, WorkerEnv, malformed_dead_letter
+from workers.ordering.base import FailureLog, QueueWorker, WorkerEnv, malformed_dead_letter
 from workers.refs import QueueRef
 
 log = logging.getLogger(__name__)
@@ -77,6 +77,7 @@ class KeyOrderingWorker(QueueWorker):
         self.flow_paused = False
         self._dirty = False
         self._last_state: KeyState | None = None
+        self.failures = FailureLog()
 
     # -- the contract (the worker's own thread) -----------------------------------------
     def restore(self) -> None:
@@ -180,6 +181,7 @@ class KeyOrderingWorker(QueueWorker):
                 self._idle.notify_all()
         if attempt.succeeded:
             return self._succeeded(task)
+        self.failures.record((task.message.offset,), attempt)
         # A suspend time the handler chose replaces the key's back-off for this retry.
         return self._failed(
             task, attempt.error, attempt.suspend_s if attempt.suspend_chosen else 0.0
@@ -187,6 +189,8 @@ class KeyOrderingWorker(QueueWorker):
 
     def _succeeded(self, task: Task) -> tuple[Verdict, float]:
         m = task.message
+        self.failures.take(m.offset)
+        self.report_handled(m)
         with self._mutex:
             self.blocked.pop(m.key, None)
         if task.parked_member and not self._unpark(m.key, task.parked_member):
@@ -257,7 +261,7 @@ class KeyOrderingWorker(QueueWorker):
                 env.consumer_id,
                 self.token,
                 low,
-                dead_letter_entry(m, env.sub.group, error),
+                dead_letter_entry(m, env.sub, error, self.failures.take(m.offset)),
                 completed=completed,
                 park_key=m.key if hold else "",
             )

@@ -25,7 +25,13 @@ from workers.broker import CommitResult, dead_letter_entry
 from workers.cards import QueueSnapshot
 from workers.config import UNBOUNDED
 from workers.message import MalformedEntry, Message
-from workers.ordering.base import Item, QueueWorker, WorkerEnv, malformed_dead_letter
+from workers.ordering.base import (
+    FailureLog,
+    Item,
+    QueueWorker,
+    WorkerEnv,
+    malformed_dead_letter,
+)
 from workers.refs import QueueRef
 
 # Entries read per round trip: enough to amortise the read over many batches, bounded so a
@@ -39,6 +45,7 @@ class QueueOrderingWorker(QueueWorker):
         self.consume_lock = threading.Lock()
         self.buffer: deque[Item] = deque()
         self.paused_until = 0.0
+        self.failures = FailureLog()
 
     # -- the contract ----------------------------------------------------------------
     def restore(self) -> None:
@@ -104,12 +111,15 @@ class QueueOrderingWorker(QueueWorker):
             if attempt.succeeded:
                 self._on_success(batch)
             else:
+                self.failures.record((m.offset for m in batch), attempt)
                 self._on_suspend(batch, attempt.error, attempt.suspend_s)
 
     def _on_success(self, batch: list[Message]) -> None:
         self.last_error = ""
-        for _ in batch:
+        for m in batch:
             self.buffer.popleft()
+            self.failures.take(m.offset)
+            self.report_handled(m)
         self._commit(batch[-1].offset + 1)
 
     def _on_suspend(self, batch: list[Message], error: str, suspend_s: float) -> None:
@@ -140,7 +150,8 @@ class QueueOrderingWorker(QueueWorker):
 
     def _dead_letter(self, message: Message, error: str) -> bool:
         self.buffer.remove(message)
-        result = self._move_to_dead_letters(dead_letter_entry(message, self.env.sub.group, error))
+        entry = dead_letter_entry(message, self.env.sub, error, self.failures.take(message.offset))
+        result = self._move_to_dead_letters(entry)
         if not self.accepted(result, self.commit_point()):
             return False
         self.report_dead_letter(message, error, result.dlq_id, self.commit_point())
