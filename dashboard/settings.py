@@ -133,11 +133,19 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# The demo of ``make run``: a queue-ordered mailer, and a key-ordered billing group whose
+# handler fails for poison orders (dead letters, held keys) until an operator fixes it.
+DEMO_SUBSCRIPTIONS = (
+    '[{"topic": "orders", "group": "mailer", "handler": "dashboard.demo.handle_order"}, '
+    '{"topic": "orders", "group": "billing", "handler": "dashboard.demo.handle_billing", '
+    '"ordering": "key", "after_dlq": "hold", "max_reconsume_times": 3, "lanes": 8, '
+    '"retry_initial_ms": 500, "retry_max_ms": 2000}]'
+)
 try:
     LOCKSTEP_SUBSCRIPTIONS = subscriptions_from_json(
         env_str(
             "LOCKSTEP_SUBSCRIPTIONS",
-            '[{"topic": "orders", "group": "mailer", "handler": "dashboard.demo.handle_order"}]',
+            DEMO_SUBSCRIPTIONS,
         )
     )
 except ConfigurationError as exc:
