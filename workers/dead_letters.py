@@ -15,6 +15,8 @@ keeps order (docs/semantics.md, "Replay and discard"):
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -154,3 +156,63 @@ def _audit(
         details={"dlq_id": letter.id, "offset": letter.offset, "actor": actor, **details},
     )
     ev.append(client, [event])
+
+
+@dataclass(frozen=True)
+class Target:
+    """One dead letter to act on, as an action request names it."""
+
+    ref: QueueRef
+    group: str
+    dlq_id: str
+    offset: int  # its original offset: bulk replays run in this order per queue
+
+
+def in_replay_order(targets: Iterable[Target]) -> list[Target]:
+    """The order a bulk replay must follow so each key's messages go back in their
+    original offset order: by queue, then original offset (a key lives in one queue)."""
+    return sorted(targets, key=lambda t: (t.ref.topic, t.ref.queue, t.group, t.offset, t.dlq_id))
+
+
+def replay_many(
+    client: redis.Redis,
+    targets: Iterable[Target],
+    *,
+    replay_id: str,
+    actor: str = "",
+    per_second: float = 0.0,
+    cancelled: Callable[[], bool] = lambda: False,
+    on_outcome: Callable[[Target, Replayed], None] = lambda _t, _r: None,
+) -> int:
+    """Replay ``targets`` one by one in ``in_replay_order``, at most ``per_second`` a
+    second (0: no limit), until done or ``cancelled()`` says stop (checked before each);
+    the rest are left untouched. ``on_outcome`` hears every outcome. Returns how many were
+    attempted."""
+    pace = Pace(per_second)
+    attempted = 0
+    for target in in_replay_order(targets):
+        if cancelled():
+            break
+        pace.wait()
+        outcome = replay(
+            client, target.ref, target.group, target.dlq_id, replay_id=replay_id, actor=actor
+        )
+        attempted += 1
+        on_outcome(target, outcome)
+    return attempted
+
+
+class Pace:
+    """At most ``per_second`` steps a second, evenly spaced (0: no limit)."""
+
+    def __init__(self, per_second: float) -> None:
+        self._interval = 1.0 / per_second if per_second > 0 else 0.0
+        self._next = 0.0
+
+    def wait(self) -> None:
+        if not self._interval:
+            return
+        now = time.monotonic()
+        if self._next > now:
+            time.sleep(self._next - now)
+        self._next = max(now, self._next) + self._interval
