@@ -11,7 +11,8 @@ meant.
 - ``state``: ``topic_state``, ``queue_state`` (lag joined with the owner's card);
 - ``consumers``: ``consumers`` (live cards), ``queue_cards``, ``group_members``;
 - ``messages``: ``messages_by_key``, ``message_at`` (per-group states), ``key_at``;
-- ``dead_letters``: ``list_dead_letters``, ``get_dead_letter`` and counts;
+- ``dead_letters``: ``list_dead_letters``, ``get_dead_letter``, ``read_dead_letters`` (after
+  a cursor), ``dead_letter_streams`` and counts;
 - ``held``: held keys (``after_dlq = hold``) and their parked messages;
 - topics: ``list_topics``, ``get_topic``, ``groups_of`` (from ``workers.topics``);
 - what a consumer's card says of a queue: ``QueueSnapshot``, ``BlockedKey`` (from
@@ -33,10 +34,12 @@ from workers.inspect.consumers import (
 from workers.inspect.dead_letters import (
     DeadLetter,
     dead_letter_counts,
+    dead_letter_streams,
     dead_letters_per_group,
     dead_letters_per_queue,
     get_dead_letter,
     list_dead_letters,
+    read_dead_letters,
 )
 from workers.inspect.held import HeldKey, Hold, held_keys, holds, parked_messages, parked_offsets
 from workers.inspect.lag import GroupLag, Overview, QueueLag, TopicLag, overview
@@ -88,6 +91,7 @@ __all__ = [
     "TopicState",
     "consumers",
     "dead_letter_counts",
+    "dead_letter_streams",
     "dead_letters_per_group",
     "dead_letters_per_queue",
     "get_dead_letter",
@@ -108,6 +112,7 @@ __all__ = [
     "queue_cards",
     "queue_of",
     "queue_state",
+    "read_dead_letters",
     "redis_now_ms",
     "topic_state",
 ]
