@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "dashboard.monitor",
     "dashboard.reports",
+    "dashboard.deadletters",
 ]
 
 MIDDLEWARE = [
@@ -113,6 +114,13 @@ CHANNEL_LAYERS = {
     },
 }
 
+# Dead letters appear on the pages within this long of reaching their stream; each sync
+# with nothing new costs one XRANGE per (queue, group), so a short interval is cheap.
+LOCKSTEP_DEAD_LETTER_SYNC_SECONDS = env_float("LOCKSTEP_DEAD_LETTER_SYNC_SECONDS", 2.0, minimum=0.5)
+# Bodies and headers may hold personal data: when true, only users with the
+# deadletters.view_body permission (operators, admins) see them.
+LOCKSTEP_HIDE_BODIES_FROM_VIEWERS = env_bool("LOCKSTEP_HIDE_BODIES_FROM_VIEWERS", False)
+
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
@@ -126,6 +134,12 @@ CELERY_BEAT_SCHEDULE = {
     "lockstep-prune-events": {
         "task": "dashboard.monitor.tasks.prune_events",
         "schedule": crontab(minute="17"),
+    },
+    "lockstep-sync-dead-letters": {
+        "task": "dashboard.deadletters.tasks.sync_dead_letters",
+        "schedule": LOCKSTEP_DEAD_LETTER_SYNC_SECONDS,
+        # A tick not started by the next one is superseded by it: runs never pile up.
+        "options": {"expires": LOCKSTEP_DEAD_LETTER_SYNC_SECONDS},
     },
     "lockstep-nightly-analytics": {
         "task": "dashboard.reports.tasks.run_analytics",

@@ -11,4 +11,5 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),  # Prometheus; no login (see metrics.py)
     path("", include("dashboard.monitor.urls")),
     path("", include("dashboard.reports.urls")),
+    path("", include("dashboard.deadletters.urls")),
 ]

@@ -22,6 +22,17 @@ class TopicAdmin(admin.ModelAdmin):
 
 @admin.register(Event)
 class EventAdmin(admin.ModelAdmin):
+    """Read-only: events are the runtime's record (audit events among them)."""
+
     list_display = ("stream_id", "type", "ts", "topic", "group", "queue", "key", "token")
     list_filter = ("type", "topic", "group")
     search_fields = ("key", "stream_id")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Event | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Event | None = None) -> bool:
+        return False

@@ -3,7 +3,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-BENCHMARKS = ("runtime", "ordering", "dashboard")
+BENCHMARKS = ("runtime", "ordering", "dashboard", "deadletters")
 
 
 class Command(BaseCommand):
@@ -18,14 +18,15 @@ class Command(BaseCommand):
             default=None,
             help="runtime: messages per run (20,000); ordering: messages "
             "of the no-op cases (60,000); dashboard: messages per "
-            "events on/off run (200,000)",
+            "events on/off run (200,000); deadletters: dead letters in the "
+            "group (100,000)",
         )
         parser.add_argument(
             "--repeats",
             type=int,
             default=None,
             help="runs per case, medians reported (runtime 3, ordering 5, "
-            "dashboard 5 of each of on and off)",
+            "dashboard 5 of each of on and off, deadletters 15 requests per filter)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -35,7 +36,11 @@ class Command(BaseCommand):
         repeats = options["repeats"]
         if repeats is not None and repeats < 1:
             raise CommandError("--repeats must be at least 1")
-        if options["name"] == "dashboard":
+        if options["name"] == "deadletters":
+            from bench import deadletters
+
+            result = deadletters.run(messages or 100_000, repeats or 15)
+        elif options["name"] == "dashboard":
             from bench import dashboard
 
             result = dashboard.run(messages or 200_000, repeats or 5)

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class DeadLettersConfig(AppConfig):
+    name = "dashboard.deadletters"
+    label = "deadletters"
+    verbose_name = "Lockstep dead letters"
