@@ -30,4 +30,4 @@ def _redis_url() -> str:
 app = Celery("lockstep")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.steps["worker"].add(configured_step(_subscriptions, _redis_url))
-app.autodiscover_tasks(["dashboard.monitor", "dashboard.reports"])
+app.autodiscover_tasks(["dashboard.monitor", "dashboard.reports", "dashboard.deadletters"])

@@ -78,8 +78,17 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The ingester writes while pages read: WAL and a busy timeout avoid "database is locked".
+    # Several processes also write (ingester, sync, replays in Celery and in the web
+    # process): a transaction that read first and then writes fails at once with "database
+    # is locked" when another process committed in between (the busy timeout does not
+    # apply to that case); IMMEDIATE transactions take the write lock when they begin, so
+    # they wait (up to the timeout) instead.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
+        {
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL;",
+            "transaction_mode": "IMMEDIATE",
+        }
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -120,6 +129,10 @@ LOCKSTEP_DEAD_LETTER_SYNC_SECONDS = env_float("LOCKSTEP_DEAD_LETTER_SYNC_SECONDS
 # Bodies and headers may hold personal data: when true, only users with the
 # deadletters.view_body permission (operators, admins) see them.
 LOCKSTEP_HIDE_BODIES_FROM_VIEWERS = env_bool("LOCKSTEP_HIDE_BODIES_FROM_VIEWERS", False)
+# Replays and discards act on at most this many dead letters a second (0 = no limit):
+# a bulk replay of thousands must not flood the queues (and the consumers behind them)
+# faster than normal traffic; 50 a second replays 10,000 in a few minutes.
+LOCKSTEP_REPLAY_RATE_PER_S = env_float("LOCKSTEP_REPLAY_RATE_PER_S", 50.0, minimum=0.0)
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = None

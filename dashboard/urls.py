@@ -12,4 +12,5 @@ urlpatterns = [
     path("", include("dashboard.monitor.urls")),
     path("", include("dashboard.reports.urls")),
     path("", include("dashboard.deadletters.urls")),
+    path("", include("dashboard.deadletters.page_urls")),
 ]

@@ -27,6 +27,19 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
     client.close()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def celery_broker_on_suite_redis(redis_url: str) -> Iterator[None]:
+    """Celery's broker on the suite's redis-server for the whole session (no worker
+    listens there unless a test starts one): a task queued by the web side never reaches
+    a Redis the suite did not start."""
+    from dashboard.celery import app
+
+    app.close()
+    app.conf.update(broker_url=redis_url)
+    yield
+    app.close()
+
+
 @pytest.fixture(autouse=True)
 def dashboard_redis(redis_url: str, settings: Any) -> Iterator[str]:
     """Point the web side (Redis client and channel layer) at the suite's redis-server,

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard.deadletters import views
+from dashboard.deadletters import action_views, views
 
 urlpatterns = [
     path(
@@ -13,9 +13,26 @@ urlpatterns = [
         views.export_view,
         name="api-dead-letters-export",
     ),
+    # Before the record's route, which would take "actions" for a record id.
+    path(
+        "api/v1/groups/<str:group>/dead-letters/actions",
+        action_views.actions_api,
+        name="api-dead-letter-actions",
+    ),
     path(
         "api/v1/groups/<str:group>/dead-letters/<str:record_id>",
         views.dead_letter_api,
         name="api-dead-letter",
     ),
+    path(
+        "api/v1/dead-letter-requests/<str:request_id>",
+        action_views.request_api,
+        name="api-dead-letter-request",
+    ),
+    path(
+        "api/v1/dead-letter-requests/<str:request_id>/cancel",
+        action_views.cancel_api,
+        name="api-dead-letter-request-cancel",
+    ),
+    path("api/v1/audit", action_views.audit_api, name="api-audit"),
 ]

@@ -91,6 +91,22 @@ class Site:
                 "dashboard.asgi:application",
             ],
             "ingester": [sys.executable, "manage.py", "ingest_events", *args],
+            # Runs bulk replays and discards (no beat: tests sync with ``manage.py dlq``).
+            "celery": [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "dashboard.celery",
+                "worker",
+                "--pool",
+                "solo",
+                "--loglevel",
+                "WARNING",
+                "-n",
+                f"lockstep-test-{self.port}@%h",
+                *args,
+            ],
         }
         with open(self.logs / f"{name}.log", "ab") as log:
             proc = subprocess.Popen(
@@ -138,12 +154,17 @@ class Site:
 
 
 @contextmanager
-def running_site(redis_url: str, workdir: Path, topics: dict[str, int]) -> Iterator[Site]:
+def running_site(
+    redis_url: str, workdir: Path, topics: dict[str, int], **extra_env: str
+) -> Iterator[Site]:
     """A flushed Redis with ``topics`` (name -> queue count), a migrated database with the
-    demo admin (``USER`` / ``PASSWORD``), then daphne and the ingester; stopped after."""
+    demo admin (``USER`` / ``PASSWORD``), then daphne and the ingester; stopped after.
+    ``extra_env`` is added to every process's environment."""
     client = redis.Redis.from_url(redis_url)
     client.flushall()
-    env = site_env(redis_url, workdir, DEMO_ADMIN_USER=USER, DEMO_ADMIN_PASSWORD=PASSWORD)
+    env = site_env(
+        redis_url, workdir, DEMO_ADMIN_USER=USER, DEMO_ADMIN_PASSWORD=PASSWORD, **extra_env
+    )
     site = Site(env, free_port(), workdir)
     site.manage("migrate", "--noinput")
     site.manage("bootstrap_demo")
@@ -173,15 +194,23 @@ def chromium() -> Iterator[Browser]:
             browser.close()
 
 
-def log_in(page: Page, site: Site, path: str = "/", screenshot: str = "") -> None:
-    """Open ``path``, get sent to the login form, log in as the demo admin, land on it."""
+def log_in(
+    page: Page,
+    site: Site,
+    path: str = "/",
+    screenshot: str = "",
+    user: str = USER,
+    password: str = PASSWORD,
+) -> None:
+    """Open ``path``, get sent to the login form, log in (as the demo admin unless
+    ``user`` is given), land on it."""
     page.goto(f"{site.url}{path}")
     assert page.url.startswith(f"{site.url}/login/")
     if screenshot:
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / screenshot))
-    page.fill("#id_username", USER)
-    page.fill("#id_password", PASSWORD)
+    page.fill("#id_username", user)
+    page.fill("#id_password", password)
     with page.expect_navigation():
         page.click("button[type=submit]")
     assert page.url == f"{site.url}{path}"

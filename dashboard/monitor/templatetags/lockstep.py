@@ -53,3 +53,13 @@ def safe_json(value: Any, limit: int = 300) -> str:
 def words(value: Any) -> str:
     """``dead_lettered`` -> ``dead lettered``."""
     return str(value).replace("_", " ")
+
+
+@register.filter
+def get_item(mapping: Any, key: Any) -> Any:
+    """``mapping[key]``, or None: a dict lookup by a variable (``{{ counts|get_item:name }}``)
+    that no key named like a dict method can shadow."""
+    try:
+        return mapping.get(key)
+    except AttributeError:
+        return None

@@ -12,7 +12,7 @@ from dashboard.monitor import queries
 from dashboard.monitor.redis_conn import get_redis
 from dashboard.monitor.routing import QUEUE_SOCKET_PATH
 from dashboard.monitor.views.common import api_view, int_param, page_view, queue_param
-from workers.inspect import QueueState, key_at, queue_state
+from workers.inspect import QueueState, dead_letter_counts, key_at, queue_state
 from workers.refs import QueueRef
 
 # The chart and timeline cover the last quarter hour by default: about 90 lag samples,
@@ -24,7 +24,8 @@ MAX_MINUTES = 1440
 def build_queue(request: HttpRequest, topic: str, queue: str) -> dict[str, Any]:
     """``queue_state`` (``topic``, ``queue``, ``max_offset``, ``generated_at_ms``,
     ``groups``) plus ``minutes``, ``since_ms``, ``series``, ``timeline``, ``rebalances``,
-    ``events`` and ``problems``; see README "Dashboard pages and JSON API"."""
+    ``events``, ``problems`` and ``dead_letters`` (group -> dead letters waiting on this
+    queue); see README "Dashboard pages and JSON API"."""
     client = get_redis()
     q = queue_param(client, topic, queue)
     minutes = int_param(
@@ -38,6 +39,8 @@ def build_queue(request: HttpRequest, topic: str, queue: str) -> dict[str, Any]:
     state = queue_state(client, QueueRef(topic, q))
     since = state["generated_at_ms"] - minutes * 60_000
     owners = {g["group"]: (g["owner"], g["token"]) for g in state["groups"] if g["owner"]}
+    ref = QueueRef(topic, q)
+    dead = dead_letter_counts(client, [(ref, g["group"]) for g in state["groups"]])
     return {
         **state,
         "minutes": minutes,
@@ -48,6 +51,7 @@ def build_queue(request: HttpRequest, topic: str, queue: str) -> dict[str, Any]:
         "rebalances": queries.rebalances(topic, q, since),
         "events": queries.recent_events(topic, q),
         "problems": problems(client, state),
+        "dead_letters": {group: n for (_ref, group), n in dead.items()},
     }
 
 

@@ -31,6 +31,7 @@
   const loginUrl = root.dataset.loginUrl;
   const queueUrl = root.dataset.queueUrl || "";
   const groupUrl = root.dataset.groupUrl || "";
+  const deadLettersUrl = root.dataset.deadLettersUrl || "";
   const alertsEl = document.getElementById("alerts");
   const topicsEl = document.getElementById("topics");
   const emptyEl = document.getElementById("no-topics");
@@ -241,7 +242,8 @@
         item.append(link("name", g.group, urlFor(groupUrl, t.name, "GROUP", g.group)),
           el("span", "", "out " + rate(g.out_per_s, "/s")),
           el("span", "", g.retries_per_min + " retries/min"),
-          el("span", g.dead_letters ? "warn" : "", g.dead_letters + " dead letters"),
+          link("dead-letters" + (g.dead_letters ? " warn" : ""), g.dead_letters + " dead letters",
+            urlFor(deadLettersUrl, t.name, "GROUP", g.group) + "?topic=" + encodeURIComponent(t.name)),
           el("span", g.stuck ? "bad" : "", g.stuck + " stuck"));
         box.append(item);
       }

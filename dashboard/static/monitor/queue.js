@@ -134,6 +134,10 @@
       const badge = el("span", "badge state-" + g.state, g.state);
       row.querySelector(".state").replaceChildren(badge);
       row.querySelector(".retries").textContent = String(g.retries);
+      // Only the JSON view counts dead letters; the socket's snapshots leave them as they are.
+      if (state.dead_letters && Object.prototype.hasOwnProperty.call(state.dead_letters, g.group)) {
+        row.querySelector(".dead-letters a").textContent = String(state.dead_letters[g.group]);
+      }
       const error = row.querySelector(".last-error");
       error.textContent = (g.last_error || "").slice(0, 80);
       error.title = g.last_error || "";

@@ -1,22 +1,34 @@
-"""``manage.py dlq list|show``: the dead-letter list and one record, from the shell.
+"""``manage.py dlq list|show|replay|discard``: the dead letters from the shell.
 
-Both sync first (Redis → database), so what they print is current; when Redis cannot be
-reached they say so on stderr and print what was recorded. ``--json`` prints one JSON
-document: for ``list`` the API's ``{"items", "next_cursor", "count_waiting", ...}``, for
-``show`` the API's record.
+Every action syncs first (Redis → database), so what it sees is current; when Redis
+cannot be reached ``list`` and ``show`` say so on stderr and print what was recorded.
+``--json`` prints one JSON document: for ``list`` the API's ``{"items", "next_cursor",
+"count_waiting", ...}``, for ``show`` the API's record, for ``replay`` / ``discard`` with
+``--dry-run`` the API's plan, and otherwise ``{"request_id", "action", "state", "count",
+"outcomes", "items": [{"id", "outcome", "detail"}]}``.
+
+``replay`` and ``discard`` go through the same service as the API
+(``dashboard.deadletters.actions``), run in the command itself (not in Celery) at the
+``LOCKSTEP_REPLAY_RATE_PER_S`` rate, and are idempotent on ``--request-id``: running the
+command again with the same id acts on nothing twice (it goes on with what a killed run
+left pending, and prints the request's outcomes).
 """
 
 from __future__ import annotations
 
+import getpass
 import json
+import uuid
 from datetime import UTC, datetime
 from typing import Any
 
 import redis
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from dashboard.deadletters import present
-from dashboard.deadletters.models import DeadLetter, Status
+from dashboard.deadletters import actions, present
+from dashboard.deadletters.models import ActionItem, ActionRequest, DeadLetter, Status
+from dashboard.deadletters.plans import ActionRefused, Selection, plan
+from dashboard.deadletters.progress import outcome_counts
 from dashboard.deadletters.queries import (
     MAX_LIMIT,
     Filters,
@@ -34,10 +46,10 @@ FILTERS = ("topic", "queue", "key", "error", "status", "since", "until")
 
 
 class Command(BaseCommand):
-    help = "List dead letters of a group, or show one."
+    help = "List dead letters of a group, show one, replay or discard them."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("action", choices=("list", "show"))
+        parser.add_argument("action", choices=("list", "show", "replay", "discard"))
         parser.add_argument("--group", required=True)
         parser.add_argument("--topic")
         parser.add_argument("--queue")
@@ -51,8 +63,18 @@ class Command(BaseCommand):
         parser.add_argument("--sort", default="-dead_at", help="-dead_at (default) or dead_at")
         parser.add_argument("--limit", type=int, default=100, help=f"1..{MAX_LIMIT}")
         parser.add_argument("--cursor", help="next_cursor of the previous list")
-        parser.add_argument("--ids", nargs="+", default=[], help="show: the record id")
+        parser.add_argument(
+            "--ids", nargs="+", default=[], help="show: the record id; replay/discard: these"
+        )
         parser.add_argument("--json", action="store_true", help="print one JSON document")
+        parser.add_argument(
+            "--dry-run", action="store_true", help="replay/discard: say what would be done"
+        )
+        parser.add_argument(
+            "--request-id", help="replay/discard: idempotency key (default: a new one)"
+        )
+        parser.add_argument("--reason", default="", help="replay/discard (required to discard)")
+        parser.add_argument("--actor", help="replay/discard: who acts (default: the OS user)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         group = options["group"]
@@ -62,9 +84,11 @@ class Command(BaseCommand):
             self._require_group(group)
             if options["action"] == "list":
                 self._list(group, options)
-            else:
+            elif options["action"] == "show":
                 self._show(client, group, options)
-        except (BadParameter, NotFound) as exc:
+            else:
+                self._act(client, group, options)
+        except (BadParameter, NotFound, ActionRefused) as exc:
             raise CommandError(str(exc)) from None
 
     def _sync(self, client: redis.Redis, group: str) -> None:
@@ -119,6 +143,85 @@ class Command(BaseCommand):
         else:
             for line in _describe(data):
                 self.stdout.write(line)
+
+    def _act(self, client: redis.Redis, group: str, options: dict[str, Any]) -> None:
+        action = options["action"]
+        selection = _selection(options)
+        if options["dry_run"]:
+            found = plan(client, group, action, selection)
+            if options["json"]:
+                self.stdout.write(json.dumps(found.as_dict()))
+            else:
+                for line in _describe_plan(found.as_dict()):
+                    self.stdout.write(line)
+            return
+        request_id = options["request_id"] or uuid.uuid4().hex
+        actor = options["actor"] or _os_user()
+        submitted = actions.submit(
+            actor, group, action, request_id, selection, options["reason"], inline=True
+        )
+        # The same id again: go on with what a killed run left pending (else nothing).
+        request = actions.run(request_id) or submitted.request
+        document = _outcome_document(request)
+        if options["json"]:
+            self.stdout.write(json.dumps(document))
+            return
+        if not submitted.created:
+            self.stdout.write(f"request {request_id} was submitted before; its outcomes:")
+        for line in _describe_outcome(document):
+            self.stdout.write(line)
+
+
+def _selection(options: dict[str, Any]) -> Selection:
+    if options["ids"]:
+        bad = [i for i in options["ids"] if not i.isdigit()]
+        if bad:
+            raise CommandError(f"ids must be whole numbers, got {bad[0]!r}")
+        return Selection.of_ids(int(i) for i in options["ids"])
+    return Selection.of_filter(
+        {name: str(options[name]) for name in FILTERS if options[name] is not None}
+    )
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no login name in this environment
+        return "cli"
+
+
+def _outcome_document(request: ActionRequest) -> dict[str, Any]:
+    items = ActionItem.objects.filter(request=request).order_by("id")
+    return {
+        "request_id": request.request_id,
+        "action": request.action,
+        "state": request.state,
+        "count": request.total,
+        "outcomes": outcome_counts(request),
+        "items": [
+            {"id": i.record_id, "outcome": i.outcome, "detail": i.detail}
+            for i in items.only("record_id", "outcome", "detail")
+        ],
+    }
+
+
+def _describe_plan(data: dict[str, Any]) -> list[str]:
+    lines = [f"would {data['action']} {data['count']} dead letters of {data['key_count']} keys"]
+    lines += [f"  skipped {s['count']}: {s['reason']}" for s in data["skipped_reasons"]]
+    lines += [f"  queue {q['topic']}/{q['queue']}: {q['count']}" for q in data["queues"]]
+    lines += [f"  key {k['key']}: {k['count']}" for k in data["keys"]]
+    lines += [f"order: {note}" for note in data["order_notes"]]
+    return lines
+
+
+def _describe_outcome(data: dict[str, Any]) -> list[str]:
+    counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(data["outcomes"].items()))
+    lines = [f"{i['id']:>8}  {i['outcome']:<12} {i['detail']}" for i in data["items"]]
+    lines.append(
+        f"{data['action']} request {data['request_id']} ({data['state']}): "
+        f"{data['count']} dead letters: {counts}"
+    )
+    return lines
 
 
 def _table(items: list[dict[str, Any]]) -> list[str]:

@@ -1,0 +1,20 @@
+"""The dead-letter pages (the JSON API is in ``urls.py``)."""
+
+from django.urls import path
+
+from dashboard.deadletters import pages
+from dashboard.demo.switch import billing_switch_view
+
+urlpatterns = [
+    path("dead-letters", pages.dead_letter_groups_page, name="dead-letter-groups"),
+    path("groups/<str:group>/dead-letters", pages.dead_letters_page, name="dead-letters"),
+    path(
+        "groups/<str:group>/dead-letters/<str:record_id>",
+        pages.dead_letter_page,
+        name="dead-letter",
+    ),
+    path("audit", pages.audit_page, name="audit"),
+    path("demo/billing-handler", billing_switch_view, name="demo-billing-switch"),
+    # The groups page's JSON twin (the list, record and audit ones are in ``urls.py``).
+    path("api/v1/dead-letters", pages.dead_letter_groups_api, name="api-dead-letter-groups"),
+]
