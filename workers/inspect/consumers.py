@@ -1,7 +1,10 @@
 """Live consumers, read from their cards (``ls:consumer:<id>``, see ``workers.cards``).
 
-A card is refreshed every heartbeat and expires when its process stops refreshing it, so
-the cards present are the consumers alive within about two heartbeat timeouts.
+A card is refreshed every heartbeat and expires (after two heartbeat timeouts) when its
+process stops refreshing it. A consumer is *live* while its card's heartbeat is no older
+than the heartbeat timeout (``LOCKSTEP_HEARTBEAT_TIMEOUT``, the same setting the group's
+members use to drop a silent one): a process killed with SIGKILL stops counting as live
+within that timeout, although its card lingers a while longer.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import redis
 
 from workers import keys
 from workers.cards import QueueSnapshot, SubscriptionCard
+from workers.config import Timings
 from workers.inspect.clock import redis_now_ms
 from workers.redis_types import as_bytes
 from workers.refs import QueueRef
@@ -52,8 +56,9 @@ class GroupMember(TypedDict):
     heartbeat_age_s: float
 
 
-def consumers(client: redis.Redis) -> list[LiveConsumer]:
-    """Every consumer whose card has not expired, sorted by id.
+def consumers(client: redis.Redis, heartbeat_timeout_s: float | None = None) -> list[LiveConsumer]:
+    """Every live consumer (a heartbeat within ``heartbeat_timeout_s``, by default the
+    ``LOCKSTEP_HEARTBEAT_TIMEOUT`` setting), sorted by id.
 
     Not quite read-only: ids whose card has expired are removed from ``ls:consumers``
     (the set the consumers add themselves to), so it does not grow with dead processes."""
@@ -62,16 +67,24 @@ def consumers(client: redis.Redis) -> list[LiveConsumer]:
         return []
     raw = client.mget([keys.consumer_info(i) for i in ids])
     now_ms = redis_now_ms(client)
+    timeout_s = heartbeat_timeout() if heartbeat_timeout_s is None else heartbeat_timeout_s
     out = []
     stale = []
     for cid, blob in zip(ids, raw, strict=True):
         if blob is None:
             stale.append(cid)
-        else:
-            out.append(_live(cid, json.loads(blob), now_ms))
+            continue
+        consumer = _live(cid, json.loads(blob), now_ms)
+        if consumer["heartbeat_age_s"] <= timeout_s:
+            out.append(consumer)
     if stale:
         client.srem(keys.CONSUMERS, *stale)
     return out
+
+
+def heartbeat_timeout() -> float:
+    """Seconds without a heartbeat after which a consumer is no longer live."""
+    return Timings.from_env().heartbeat_timeout_s
 
 
 def _live(consumer_id: str, card: dict[str, Any], now_ms: int) -> LiveConsumer:
@@ -103,8 +116,13 @@ def queue_cards(client: redis.Redis, topic: str | None = None) -> dict[QueueCard
     """Every queue snapshot on a live card (of ``topic`` only, when given), by where it
     comes from. Two consumers may both report a queue for a moment around a handover:
     look up the lock owner's, as ``(ref, group, owner)``."""
+    return cards_of(consumers(client), topic)
+
+
+def cards_of(live: list[LiveConsumer], topic: str | None) -> dict[QueueCardKey, QueueSnapshot]:
+    """``queue_cards`` of already read consumers."""
     cards: dict[QueueCardKey, QueueSnapshot] = {}
-    for card in consumers(client):
+    for card in live:
         for sub in card["subscriptions"]:
             if topic is not None and sub["topic"] != topic:
                 continue

@@ -9,7 +9,7 @@ import redis
 
 from workers.cards import BlockedKey, QueueSnapshot
 from workers.inspect.clock import redis_now_ms
-from workers.inspect.consumers import QueueCardKey, queue_cards
+from workers.inspect.consumers import QueueCardKey, cards_of, consumers
 from workers.inspect.lag import GroupLag, topic_lag
 from workers.refs import QueueRef
 from workers.topics import get_topic
@@ -19,8 +19,9 @@ class GroupState(GroupLag):
     """``GroupLag`` plus the owner's view of the queue.
 
     ``state``: the owner's (consuming, idle, suspended, blocked, paused, lock_expired,
-    starting, stopped), ``unowned`` without a live lock, ``unknown`` when the owner's card
-    does not show the queue (yet). The key-ordering fields are present only when the
+    starting, stopped), ``unowned`` without a live lock, ``no_live_consumer`` while the
+    lock (not expired yet) belongs to a consumer that is no longer live, ``unknown`` when
+    the live owner's card does not show the queue (yet). The key-ordering fields are present only when the
     owner consumes the queue under key ordering; ``blocked_keys`` is the 20 blocked
     longest and ``parked_key_states`` the first 50 held keys by name, ``(key,
     held|releasing)`` (the counts are exact)."""
@@ -68,12 +69,19 @@ def topic_state(client: redis.Redis, topic: str) -> TopicState:
     Raises ``UnknownTopicError``."""
     now_ms = redis_now_ms(client)
     lag = topic_lag(client, get_topic(client, topic), now_ms)
-    cards = queue_cards(client, topic)
+    live = consumers(client)
+    cards = cards_of(live, topic)
+    live_ids = {c["id"] for c in live}
     queues: list[QueueGroups] = []
     for q in lag["queues"]:
         ref = QueueRef(topic, q["queue"])
         groups = [
-            group_state(g, cards.get(QueueCardKey(ref, g["group"], g["owner"] or "")), now_ms)
+            group_state(
+                g,
+                cards.get(QueueCardKey(ref, g["group"], g["owner"] or "")),
+                now_ms,
+                owner_live=g["owner"] in live_ids,
+            )
             for g in q["groups"]
         ]
         queues.append({"queue": q["queue"], "max_offset": q["max_offset"], "groups": groups})
@@ -109,8 +117,12 @@ def queue_of(state: TopicState, queue: int) -> QueueState:
     }
 
 
-def group_state(g: GroupLag, card: QueueSnapshot | None, now_ms: int) -> GroupState:
-    """``g`` joined with its owner's snapshot of the queue (``None``: not on any card)."""
+def group_state(
+    g: GroupLag, card: QueueSnapshot | None, now_ms: int, *, owner_live: bool = True
+) -> GroupState:
+    """``g`` joined with its owner's snapshot of the queue (``None``: not on any card).
+    ``owner_live``: the lock's owner is a live consumer; a lock still held by one that is
+    not (killed, frozen, cut off) reads ``no_live_consumer`` until the lock expires."""
     granted = g["lock_granted_at_ms"]
     out: GroupState = {
         **g,
@@ -120,6 +132,9 @@ def group_state(g: GroupLag, card: QueueSnapshot | None, now_ms: int) -> GroupSt
         "last_error": "",
     }
     if g["owner"] is None:
+        return out
+    if not owner_live:
+        out["state"] = "no_live_consumer"
         return out
     if card is None:
         out["state"] = "unknown"
