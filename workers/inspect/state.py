@@ -21,10 +21,10 @@ class GroupState(GroupLag):
     ``state``: the owner's (consuming, idle, suspended, blocked, paused, lock_expired,
     starting, stopped), ``unowned`` without a live lock, ``no_live_consumer`` while the
     lock (not expired yet) belongs to a consumer that is no longer live, ``unknown`` when
-    the live owner's card does not show the queue (yet). The key-ordering fields are present only when the
-    owner consumes the queue under key ordering; ``blocked_keys`` is the 20 blocked
-    longest and ``parked_key_states`` the first 50 held keys by name, ``(key,
-    held|releasing)`` (the counts are exact)."""
+    the live owner's card does not show the queue (yet). The key-ordering fields are
+    present only when the owner consumes the queue under key ordering; ``blocked_keys``
+    is the 20 blocked longest and ``parked_key_states`` the first 50 held keys by name,
+    ``(key, held|releasing)`` (the counts are exact)."""
 
     lock_age_ms: int | None
     state: str
