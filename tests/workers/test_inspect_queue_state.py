@@ -30,7 +30,10 @@ def _lock(client: redis.Redis, group: str, owner: str, token: int) -> None:
     )
 
 
-def _publish(client: redis.Redis, consumer_id: str, group: str, snapshot: QueueSnapshot) -> None:
+def _publish(
+    client: redis.Redis, consumer_id: str, group: str, snapshot: QueueSnapshot | None
+) -> None:
+    """A fresh card of ``consumer_id`` showing ``snapshot`` for REF (no queue when None)."""
     card: ConsumerCard = {
         "host": "host",
         "pid": 1,
@@ -44,7 +47,7 @@ def _publish(client: redis.Redis, consumer_id: str, group: str, snapshot: QueueS
                 "ordering": "key",
                 "lanes": 4,
                 "assigned": [REF.queue],
-                "queues": {str(REF.queue): snapshot},
+                "queues": {str(REF.queue): snapshot} if snapshot is not None else {},
             }
         ],
     }
@@ -108,6 +111,7 @@ def test_it_says_unknown_while_the_owners_card_does_not_show_the_queue(
     orders: redis.Redis,
 ) -> None:
     _lock(orders, "mailer", "c1", 2)
+    _publish(orders, "c1", "mailer", None)
 
     state = queue_state(orders, REF)
 
@@ -120,6 +124,7 @@ def test_it_slices_a_queue_out_of_its_topics_state_as_queue_state_reads_it(
     orders: redis.Redis,
 ) -> None:
     _lock(orders, "mailer", "c1", 2)
+    _publish(orders, "c1", "mailer", None)
     orders.set(keys.sequence(REF), 12)
 
     sliced = queue_of(topic_state(orders, "orders"), REF.queue)
@@ -148,3 +153,13 @@ def test_it_slices_a_queue_out_of_its_topics_state_as_queue_state_reads_it(
 def test_it_refuses_a_queue_the_topic_does_not_have(orders: redis.Redis) -> None:
     with pytest.raises(ValueError, match=r"topic 'orders' has no queue 2 \(0..1\)"):
         queue_state(orders, QueueRef("orders", 2))
+
+
+def test_it_says_no_live_consumer_while_the_lock_belongs_to_a_consumer_without_a_card(
+    orders: redis.Redis,
+) -> None:
+    _lock(orders, "mailer", "gone", 2)
+
+    (mailer,) = [g for g in queue_state(orders, REF)["groups"] if g["group"] == "mailer"]
+
+    assert (mailer["owner"], mailer["state"]) == ("gone", "no_live_consumer")
