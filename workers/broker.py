@@ -7,16 +7,18 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
 from workers import keys
-from workers.config import Subscription
 from workers.message import FailedAttempt, Message
 from workers.redis_types import as_bytes, entries, xread_entries
 from workers.refs import QueueRef
 from workers.scripts import script
+
+if TYPE_CHECKING:  # only named in annotations: the broker stays below the settings
+    from workers.config import Subscription
 
 
 class CommitOutcome(IntEnum):
