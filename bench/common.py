@@ -110,20 +110,10 @@ def time_consumer(
     """Run ``manage.py consume`` until ``group`` committed ``total`` messages. Returns
     (seconds from the first commit to the last, peak RSS in MB of the consumer)."""
     client = redis.Redis.from_url(redis_url)
-    proc_env = dict(os.environ, REDIS_URL=redis_url, PYTHONPATH=str(ROOT), **(env or {}))
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "manage.py"),
-            "consume",
-            "--topic",
-            topic,
-            "--group",
-            group,
-            *extra_args,
-        ],
+        consume_command(topic, group, extra_args),
         cwd=ROOT,
-        env=proc_env,
+        env=consume_env(redis_url, env),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -156,6 +146,24 @@ def time_consumer(
         proc.wait(30)
 
 
+def consume_command(topic: str, group: str, extra_args: list[str]) -> list[str]:
+    """``manage.py consume`` of one subscription, as both benchmark harnesses start it."""
+    return [
+        sys.executable,
+        str(ROOT / "manage.py"),
+        "consume",
+        "--topic",
+        topic,
+        "--group",
+        group,
+        *extra_args,
+    ]
+
+
+def consume_env(redis_url: str, env: dict[str, str] | None) -> dict[str, str]:
+    return dict(os.environ, REDIS_URL=redis_url, PYTHONPATH=str(ROOT), **(env or {}))
+
+
 def rss_mb(pid: int) -> int:
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as f:
@@ -180,20 +188,10 @@ class ConsumerProcess:
         env: dict[str, str] | None = None,
     ) -> None:
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by stop/kill)
-        proc_env = dict(os.environ, REDIS_URL=redis_url, PYTHONPATH=str(ROOT), **(env or {}))
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                str(ROOT / "manage.py"),
-                "consume",
-                "--topic",
-                topic,
-                "--group",
-                group,
-                *extra_args,
-            ],
+            consume_command(topic, group, extra_args),
             cwd=ROOT,
-            env=proc_env,
+            env=consume_env(redis_url, env),
             stdout=subprocess.DEVNULL,
             stderr=self._stderr,
         )
