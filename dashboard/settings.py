@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "dashboard.monitor",
     "dashboard.reports",
     "dashboard.deadletters",
+    "dashboard.alerts",
 ]
 
 MIDDLEWARE = [
@@ -138,11 +139,12 @@ CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# About 90 samples per 15-minute chart; stuck detection and lag_trend read them too.
+LOCKSTEP_LAG_SAMPLE_SECONDS = env_float("LOCKSTEP_LAG_SAMPLE_SECONDS", 10.0, minimum=1.0)
 CELERY_BEAT_SCHEDULE = {
     "lockstep-sample-lag": {
         "task": "dashboard.monitor.tasks.sample_lag",
-        # About 90 samples per 15-minute chart; stuck detection reads them too.
-        "schedule": env_float("LOCKSTEP_LAG_SAMPLE_SECONDS", 10.0, minimum=1.0),
+        "schedule": LOCKSTEP_LAG_SAMPLE_SECONDS,
     },
     "lockstep-prune-events": {
         "task": "dashboard.monitor.tasks.prune_events",
@@ -188,6 +190,37 @@ LOCKSTEP_PUSH_INTERVAL = env_float("LOCKSTEP_PUSH_INTERVAL", 0.5, minimum=0.05)
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
 # Relative paths are taken from the project folder, wherever the process starts.
 LOCKSTEP_ANALYTICS_DIR = BASE_DIR / env_str("LOCKSTEP_ANALYTICS_DIR", "var/analytics")
+
+# ---- alerts (docs/alerts.md) -------------------------------------------------------------
+# How often the rules run over the live state; an alert is raised within about two ticks
+# after its condition has held for its threshold.
+LOCKSTEP_ALERT_EVAL_SECONDS = env_float("LOCKSTEP_ALERT_EVAL_SECONDS", 2.0, minimum=0.2)
+# Rule defaults (overridable per topic and group on the alert rules page and in the admin).
+# queue_stuck uses LOCKSTEP_STUCK_AFTER_SECONDS above.
+LOCKSTEP_ALERT_BLOCKED_RETRIES = env_int("LOCKSTEP_ALERT_BLOCKED_RETRIES", 5, minimum=1)
+LOCKSTEP_ALERT_HELD_AFTER_SECONDS = env_float("LOCKSTEP_ALERT_HELD_AFTER_SECONDS", 0.0, minimum=0.0)
+LOCKSTEP_ALERT_UNOWNED_AFTER_SECONDS = env_float(
+    "LOCKSTEP_ALERT_UNOWNED_AFTER_SECONDS", 30.0, minimum=0.0
+)
+# A consumer counts as lost after the heartbeat timeout at the earliest.
+LOCKSTEP_ALERT_CONSUMER_LOST_SECONDS = env_float(
+    "LOCKSTEP_ALERT_CONSUMER_LOST_SECONDS", 15.0, minimum=0.0
+)
+LOCKSTEP_ALERT_FLAPPING_CHANGES = env_int("LOCKSTEP_ALERT_FLAPPING_CHANGES", 6, minimum=2)
+LOCKSTEP_ALERT_FLAPPING_WINDOW_SECONDS = env_float(
+    "LOCKSTEP_ALERT_FLAPPING_WINDOW_SECONDS", 600.0, minimum=10.0
+)
+LOCKSTEP_ALERT_LAG_SECONDS = env_float("LOCKSTEP_ALERT_LAG_SECONDS", 300.0, minimum=1.0)
+# Burrow's window: 10 samples of LOCKSTEP_LAG_SAMPLE_SECONDS (10 s) look at 100 s.
+LOCKSTEP_ALERT_LAG_TREND_SAMPLES = env_int("LOCKSTEP_ALERT_LAG_TREND_SAMPLES", 10, minimum=3)
+LOCKSTEP_ALERT_DLQ_GROWTH = env_int("LOCKSTEP_ALERT_DLQ_GROWTH", 10, minimum=0)
+LOCKSTEP_ALERT_DLQ_WINDOW_SECONDS = env_float(
+    "LOCKSTEP_ALERT_DLQ_WINDOW_SECONDS", 300.0, minimum=10.0
+)
+# Unacknowledged open alerts are told again this often.
+LOCKSTEP_ALERT_RENOTIFY_SECONDS = env_float("LOCKSTEP_ALERT_RENOTIFY_SECONDS", 3600.0, minimum=1.0)
+# Links in notifications start with this (no trailing slash needed).
+LOCKSTEP_BASE_URL = env_str("LOCKSTEP_BASE_URL", "http://127.0.0.1:8000")
 
 LOGGING = {
     "version": 1,

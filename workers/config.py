@@ -171,6 +171,16 @@ class Subscription:
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
                 raise ConfigurationError(f"subscription {name} must be a non-empty string")
+        # A plain string ("key") is taken for its enum member; anything else is refused
+        # here rather than failing later inside a consumer thread.
+        for name, kind in (("ordering", Ordering), ("after_dlq", AfterDlq)):
+            try:
+                object.__setattr__(self, name, kind(getattr(self, name)))
+            except ValueError:
+                allowed = ", ".join(m.value for m in kind)
+                raise ConfigurationError(
+                    f"{name} must be one of {allowed}, got {getattr(self, name)!r}"
+                ) from None
         if any(c in self.topic + self.group for c in "{}: "):
             raise ConfigurationError(
                 f"topic and group names may not contain braces, colons or spaces: "

@@ -30,21 +30,26 @@ def _source() -> str:
 class Lease:
     """A lease held on one request; ``renew`` and ``release`` only act while still held."""
 
-    def __init__(self, client: redis.Redis, request_id: str, token: str, ttl_ms: int) -> None:
+    def __init__(self, client: redis.Redis, key: str, token: str, ttl_ms: int) -> None:
         self._client = client
-        self._key = KEY_PREFIX + request_id
+        self._key = key
         self._token = token
         self._ttl_ms = ttl_ms
 
     @classmethod
     def take(
-        cls, client: redis.Redis, request_id: str, ttl_ms: int = DEFAULT_TTL_MS
+        cls,
+        client: redis.Redis,
+        request_id: str,
+        ttl_ms: int = DEFAULT_TTL_MS,
+        prefix: str = KEY_PREFIX,
     ) -> Lease | None:
-        """The lease, or ``None`` when another runner holds it."""
+        """The lease, or ``None`` when another holds it. ``prefix``: another kind of
+        lease than an action request's (the alert evaluator's)."""
         token = secrets.token_hex(16)
-        if not client.set(KEY_PREFIX + request_id, token, nx=True, px=ttl_ms):
+        if not client.set(prefix + request_id, token, nx=True, px=ttl_ms):
             return None
-        return cls(client, request_id, token, ttl_ms)
+        return cls(client, prefix + request_id, token, ttl_ms)
 
     def renew(self) -> bool:
         """Extend the lease by its time to live; False when it was lost (expired)."""

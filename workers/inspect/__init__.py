@@ -9,7 +9,8 @@ meant.
 
 - ``lag``: ``overview`` (every topic's lag per queue and group);
 - ``state``: ``topic_state``, ``queue_state`` (lag joined with the owner's card);
-- ``consumers``: ``consumers`` (live cards), ``queue_cards``, ``group_members``;
+- ``consumers``: ``consumers`` (live cards), ``registered_consumers`` (live or silent),
+  ``queue_cards``, ``group_members``;
 - ``messages``: ``messages_by_key``, ``message_at`` (per-group states), ``key_at``;
 - ``dead_letters``: ``list_dead_letters``, ``get_dead_letter``, ``read_dead_letters`` (after
   a cursor), ``dead_letter_streams`` and counts;
@@ -30,6 +31,7 @@ from workers.inspect.consumers import (
     consumers,
     group_members,
     queue_cards,
+    registered_consumers,
 )
 from workers.inspect.dead_letters import (
     DeadLetter,
@@ -114,5 +116,6 @@ __all__ = [
     "queue_state",
     "read_dead_letters",
     "redis_now_ms",
+    "registered_consumers",
     "topic_state",
 ]

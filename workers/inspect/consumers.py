@@ -82,6 +82,21 @@ def consumers(client: redis.Redis, heartbeat_timeout_s: float | None = None) -> 
     return out
 
 
+def registered_consumers(client: redis.Redis) -> list[LiveConsumer]:
+    """Every consumer whose card has not expired yet, live or silent (a heartbeat older
+    than the timeout: killed, frozen or cut off), sorted by id. Read-only."""
+    ids = sorted(as_bytes(m).decode() for m in client.smembers(keys.CONSUMERS))
+    if not ids:
+        return []
+    raw = client.mget([keys.consumer_info(i) for i in ids])
+    now_ms = redis_now_ms(client)
+    return [
+        _live(cid, json.loads(blob), now_ms)
+        for cid, blob in zip(ids, raw, strict=True)
+        if blob is not None
+    ]
+
+
 def heartbeat_timeout() -> float:
     """Seconds without a heartbeat after which a consumer is no longer live."""
     return Timings.from_env().heartbeat_timeout_s

@@ -30,6 +30,7 @@ class GroupState(GroupLag):
     state: str
     retries: int
     last_error: str
+    head_offset: NotRequired[int]  # the owner's next message to hand (its failing one)
     low_water: NotRequired[int]
     highest_completed: NotRequired[int]
     in_flight: NotRequired[int]
@@ -142,6 +143,8 @@ def group_state(
     out["state"] = str(card.get("state", "unknown"))
     out["retries"] = int(card.get("retries", 0) or 0)
     out["last_error"] = str(card.get("last_error", "") or "")
+    if "head_offset" in card:
+        out["head_offset"] = int(card["head_offset"])
     _copy_key_state(out, card)
     return out
 

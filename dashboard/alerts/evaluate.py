@@ -1,0 +1,99 @@
+"""The evaluator: every ``LOCKSTEP_ALERT_EVAL_SECONDS`` it reads the live state once, runs
+every rule over it and applies the lifecycle; the dispatcher (a thread beside it) sends
+the notifications the lifecycle queued.
+
+One evaluator acts at a time: it holds a lease in Redis (renewed every tick); a second
+``alerts run`` waits as a standby and takes over within the lease's time to live when the
+first stops. Redis or database trouble skips a tick (one warning when it starts, one when
+it ends) and never resolves an alert: only a completed reading can say a condition
+cleared.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import redis
+from django.conf import settings
+from django.db import DatabaseError
+from django.utils import timezone
+
+from dashboard.alerts import lifecycle, push
+from dashboard.alerts.live import LiveState, Tracker
+from dashboard.alerts.rules import RULES, Finding, Rule
+from dashboard.alerts.thresholds import Thresholds
+from dashboard.deadletters.lease import Lease
+
+log = logging.getLogger(__name__)
+
+LEASE_PREFIX = "lockstep-web:lease:"
+LEASE_NAME = "alerts-evaluator"
+
+
+class Evaluator:
+    """Runs the rules; ``tick`` is one evaluation (what tests call directly)."""
+
+    def __init__(self, client: redis.Redis, rules: dict[str, Rule] | None = None) -> None:
+        self.client = client
+        self.rules = RULES if rules is None else rules
+        self.tracker = Tracker()
+
+    def tick(self) -> lifecycle.Changes:
+        """Read, evaluate, apply; Redis and database errors propagate (nothing applied)."""
+        live = LiveState.read(self.client, self.tracker)
+        thresholds = Thresholds.load()
+        findings: list[Finding] = []
+        evaluated: set[str] = set()
+        for rule in self.rules.values():
+            try:
+                findings += rule.evaluate(live, thresholds)
+            except (redis.RedisError, DatabaseError):
+                raise
+            except Exception:  # a broken rule must not silence the others
+                log.exception("alert rule %s failed; its alerts stay as they are", rule.name)
+                continue
+            evaluated.add(rule.name)
+        self.tracker.end_tick()
+        changes = lifecycle.apply(findings, evaluated, timezone.now())
+        if changes.opened or changes.resolved:
+            push.publish(changes.opened, changes.resolved)
+        return changes
+
+
+def interval_s() -> float:
+    return float(settings.LOCKSTEP_ALERT_EVAL_SECONDS)
+
+
+def run(client: redis.Redis, stop: threading.Event) -> None:
+    """Evaluate until ``stop`` is set, holding the evaluator lease."""
+    evaluator = Evaluator(client)
+    ttl_ms = int(max(10.0, 3 * interval_s()) * 1000)
+    lease: Lease | None = None
+    trouble = False
+    standby_logged = False
+    while not stop.is_set():
+        started = time.monotonic()
+        try:
+            if lease is None or not lease.renew():
+                lease = Lease.take(client, LEASE_NAME, ttl_ms, prefix=LEASE_PREFIX)
+                if lease is None:
+                    if not standby_logged:
+                        log.warning("another alert evaluator is active; standing by")
+                        standby_logged = True
+                    stop.wait(interval_s())
+                    continue
+                log.info("alert evaluator active (every %.1f s)", interval_s())
+                standby_logged = False
+            evaluator.tick()
+            if trouble:
+                log.warning("alert evaluation works again")
+                trouble = False
+        except (redis.RedisError, DatabaseError) as exc:
+            if not trouble:
+                log.warning("alert evaluation skipped until Redis/database answer: %s", exc)
+                trouble = True
+        stop.wait(max(0.0, interval_s() - (time.monotonic() - started)))
+    if lease is not None:
+        lease.release()

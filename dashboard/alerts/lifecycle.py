@@ -1,0 +1,276 @@
+"""The alert lifecycle (docs/alerts.md, "Lifecycle").
+
+- A firing subject without an unresolved alert opens one (``opened``) and notifies.
+- While it keeps firing, the alert's summary and details follow the live state; an
+  ``open`` (unacknowledged) alert re-notifies every ``LOCKSTEP_ALERT_RENOTIFY_SECONDS``.
+- An operator acknowledges it (who, a note), optionally snoozed until a time: no more
+  re-notifications; when a snooze ends and the alert still fires it is ``open`` again
+  (``woke``) and notifies.
+- When its subject no longer fires it resolves by itself (``resolved_at``, the duration
+  kept) and channels that were told it opened are told it resolved. The condition
+  returning later opens a new alert.
+- Silences mute notifications (not the alert) of matching alerts while active.
+
+Every change is an ``AlertEvent`` on the alert's timeline. Only the evaluator opens and
+resolves; people acknowledge, snooze and unacknowledge (``acknowledge``, ``unacknowledge``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from dashboard.alerts import payload
+from dashboard.alerts.models import (
+    ACKNOWLEDGED,
+    OPEN,
+    RESOLVED,
+    Alert,
+    AlertEvent,
+    Channel,
+    Delivery,
+    Silence,
+)
+from dashboard.alerts.rules import Finding
+from dashboard.monitor.queries import at
+
+log = logging.getLogger(__name__)
+
+# A firing alert's row is rewritten when what it says changed, else at most this often
+# (``last_seen_at``): one write per alert per tick would keep SQLite busy for nothing.
+SEEN_EVERY = timedelta(seconds=30)
+
+
+@dataclass
+class Changes:
+    """What one ``apply`` did, for the live pushes and the log."""
+
+    opened: list[Alert] = field(default_factory=list)
+    resolved: list[Alert] = field(default_factory=list)
+    updated: list[Alert] = field(default_factory=list)
+    notified: list[Alert] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.opened or self.resolved or self.updated or self.notified)
+
+
+def unresolved() -> dict[str, Alert]:
+    return {a.fingerprint: a for a in Alert.objects.exclude(state=RESOLVED)}
+
+
+def apply(findings: Iterable[Finding], evaluated: set[str], now: datetime) -> Changes:
+    """Bring the alerts in line with ``findings`` (every subject firing now) of the rules
+    named in ``evaluated`` (a rule that failed this tick neither opens nor resolves)."""
+    changes = Changes()
+    current = unresolved()
+    firing: dict[str, Finding] = {}
+    for f in findings:
+        firing.setdefault(f.fingerprint, f)
+    for fingerprint, finding in firing.items():
+        alert = current.get(fingerprint)
+        if alert is None:
+            opened = _open(finding, now)
+            if opened is not None:
+                changes.opened.append(opened)
+                notify(opened, Delivery.OPENED, now)
+        elif _refresh(alert, finding, now):
+            changes.updated.append(alert)
+    for fingerprint, alert in current.items():
+        if fingerprint not in firing and alert.rule in evaluated:
+            resolve(alert, now)
+            changes.resolved.append(alert)
+    for alert in due_for_notification(now):
+        if alert.fingerprint in firing:
+            notify(alert, Delivery.RENOTIFY, now)
+            changes.notified.append(alert)
+    return changes
+
+
+def _open(finding: Finding, now: datetime) -> Alert | None:
+    alert = Alert(
+        rule=finding.rule,
+        fingerprint=finding.fingerprint,
+        severity=finding.severity,
+        state=OPEN,
+        topic=finding.topic,
+        group=finding.group,
+        queue=finding.queue,
+        key=finding.key,
+        consumer=finding.consumer,
+        offset=finding.offset,
+        summary=finding.summary,
+        details=dict(finding.details),
+        since=at(finding.since_ms),
+        opened_at=now,
+        last_seen_at=now,
+    )
+    try:
+        with transaction.atomic():
+            alert.save()
+            AlertEvent.objects.create(
+                alert=alert,
+                at=now,
+                kind=AlertEvent.OPENED,
+                note=finding.summary,
+                details={"condition_since": alert.since.isoformat()},
+            )
+    except IntegrityError:  # another evaluator opened it first: one alert per subject
+        log.warning("alert %s already open; not opening it twice", finding.fingerprint)
+        return None
+    log.warning("alert opened: #%s %s", alert.pk, finding.summary)
+    return alert
+
+
+def _refresh(alert: Alert, finding: Finding, now: datetime) -> bool:
+    """Follow the live state; True when what the alert says changed."""
+    said = (alert.summary, alert.offset, alert.severity, alert.details)
+    alert.summary = finding.summary
+    alert.offset = finding.offset
+    alert.severity = finding.severity
+    alert.details = dict(finding.details)
+    changed = said != (alert.summary, alert.offset, alert.severity, alert.details)
+    if changed or now - alert.last_seen_at >= SEEN_EVERY:
+        alert.last_seen_at = now
+        alert.save(update_fields=["summary", "offset", "severity", "details", "last_seen_at"])
+    return changed
+
+
+def resolve(alert: Alert, now: datetime) -> None:
+    alert.state = RESOLVED
+    alert.resolved_at = now
+    with transaction.atomic():
+        alert.save(update_fields=["state", "resolved_at"])
+        AlertEvent.objects.create(
+            alert=alert,
+            at=now,
+            kind=AlertEvent.RESOLVED,
+            note="the condition cleared",
+            details={"duration_s": round(alert.duration_s, 1)},
+        )
+    log.warning("alert resolved: #%s %s after %.0f s", alert.pk, alert.rule, alert.duration_s)
+    notify(alert, Delivery.RESOLVED, now)
+
+
+def due_for_notification(now: datetime) -> list[Alert]:
+    """Open alerts never notified (a silence held them back) or last notified a
+    re-notification interval ago, and acknowledged alerts whose snooze ended (they are
+    woken: ``open`` again)."""
+    for alert in Alert.objects.filter(state=ACKNOWLEDGED, snoozed_until__lte=now):
+        alert.state = OPEN
+        alert.snoozed_until = None
+        alert.last_notified_at = None  # told again at once
+        with transaction.atomic():
+            alert.save(update_fields=["state", "snoozed_until", "last_notified_at"])
+            AlertEvent.objects.create(
+                alert=alert, at=now, kind=AlertEvent.WOKE, note="the snooze ended"
+            )
+    renotify = timedelta(seconds=float(settings.LOCKSTEP_ALERT_RENOTIFY_SECONDS))
+    due = Alert.objects.filter(state=OPEN).exclude(last_notified_at__gt=now - renotify)
+    return list(due)
+
+
+def active_silence(alert: Alert, now: datetime) -> Silence | None:
+    for silence in Silence.objects.filter(starts_at__lte=now, ends_at__gt=now):
+        if silence.matches(alert):
+            return silence
+    return None
+
+
+def notify(alert: Alert, event: str, now: datetime) -> list[Delivery]:
+    """Queue ``event`` of ``alert`` for every channel that wants it (the dispatcher sends
+    them), unless a silence mutes it. A resolution goes only to channels that were told
+    of the alert and send resolutions."""
+    silence = active_silence(alert, now)
+    if silence is not None:
+        if not alert.timeline.filter(
+            kind=AlertEvent.SILENCED, details__silence=silence.pk
+        ).exists():
+            AlertEvent.objects.create(
+                alert=alert,
+                at=now,
+                kind=AlertEvent.SILENCED,
+                note=str(silence),
+                details={"silence": silence.pk, "event": event},
+            )
+        return []
+    channels = [c for c in Channel.objects.filter(enabled=True) if c.wants(alert)]
+    if event == Delivery.RESOLVED:
+        told = set(alert.deliveries.values_list("channel_id", flat=True))
+        channels = [c for c in channels if c.send_resolved and c.pk in told]
+    body = payload.build(alert, event)
+    deliveries = [
+        Delivery(alert=alert, channel=c, event=event, payload=body, next_attempt_at=now)
+        for c in channels
+    ]
+    with transaction.atomic():
+        Delivery.objects.bulk_create(deliveries)
+        if event != Delivery.RESOLVED:
+            alert.last_notified_at = now
+            alert.notifications += 1
+            alert.save(update_fields=["last_notified_at", "notifications"])
+        if channels or event != Delivery.RESOLVED:
+            AlertEvent.objects.create(
+                alert=alert,
+                at=now,
+                kind=AlertEvent.NOTIFIED,
+                note=f"{event}: "
+                + (", ".join(c.name for c in channels) or "no channel configured"),
+                details={"event": event, "channels": [c.name for c in channels]},
+            )
+    return deliveries
+
+
+def acknowledge(
+    alert: Alert, actor: str, note: str = "", snooze_until: datetime | None = None
+) -> None:
+    """An operator takes the alert: no re-notifications (until ``snooze_until``, when
+    given: then it is open again if it still fires). A resolved alert cannot be
+    acknowledged (``ValueError``)."""
+    if alert.state == RESOLVED:
+        raise ValueError("this alert is resolved; there is nothing to acknowledge")
+    now = timezone.now()
+    if snooze_until is not None and snooze_until <= now:
+        raise ValueError("the snooze must end in the future")
+    alert.state = ACKNOWLEDGED
+    alert.acknowledged_by = actor
+    alert.acknowledged_at = now
+    alert.ack_note = note
+    alert.snoozed_until = snooze_until
+    kind = AlertEvent.SNOOZED if snooze_until else AlertEvent.ACKNOWLEDGED
+    with transaction.atomic():
+        alert.save(
+            update_fields=[
+                "state",
+                "acknowledged_by",
+                "acknowledged_at",
+                "ack_note",
+                "snoozed_until",
+            ]
+        )
+        AlertEvent.objects.create(
+            alert=alert,
+            at=now,
+            kind=kind,
+            actor=actor,
+            note=note,
+            details={"snoozed_until": snooze_until.isoformat()} if snooze_until else {},
+        )
+
+
+def unacknowledge(alert: Alert, actor: str, note: str = "") -> None:
+    """Back to ``open`` (re-notifications resume). Only an acknowledged alert."""
+    if alert.state != ACKNOWLEDGED:
+        raise ValueError(f"this alert is {alert.state}, not acknowledged")
+    alert.state = OPEN
+    alert.snoozed_until = None
+    with transaction.atomic():
+        alert.save(update_fields=["state", "snoozed_until"])
+        AlertEvent.objects.create(
+            alert=alert, at=timezone.now(), kind=AlertEvent.UNACKNOWLEDGED, actor=actor, note=note
+        )

@@ -1,0 +1,194 @@
+"""One reading of everything the rules look at, taken once per evaluation tick: the
+topics' state from Redis (``workers.inspect``), the consumers' cards, held keys, and the
+stored event history (lock grants, lag samples, dead letters) from the database.
+
+Redis is read eagerly (a few pipelined round trips per topic); the database only when a
+rule asks, and each query once per tick.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+import redis
+from django.db.models import Count
+
+from dashboard.monitor.models import Event
+from dashboard.monitor.queries import at, not_moving_since
+from workers import events as ev
+from workers.errors import UnknownTopicError
+from workers.inspect import (
+    GroupState,
+    HeldKey,
+    LiveConsumer,
+    TopicState,
+    held_keys,
+    list_topics,
+    redis_now_ms,
+    registered_consumers,
+    topic_state,
+)
+from workers.inspect.consumers import heartbeat_timeout
+
+QueueAt = tuple[str, str, int]  # (topic, group, queue)
+
+
+@dataclass
+class LagSample:
+    at_ms: int
+    committed_offset: int
+    lag: int
+
+
+class Tracker:
+    """Since when each condition has held, across ticks: ``since(subject, value, now)``
+    returns the first time ``value`` was seen for ``subject`` without a break (a different
+    value, or a tick without the subject, starts again). Kept in memory by the evaluator:
+    after a restart a condition waits its threshold again, unless a rule seeds it from the
+    stored history (``queue_stuck`` does, from the lag samples)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[Any, int]] = {}
+        self._touched: set[str] = set()
+
+    def since(
+        self,
+        subject: str,
+        value: Any,
+        now_ms: int,
+        seed: Callable[[], int | None] | None = None,
+    ) -> int:
+        """``seed`` (asked only when the subject or its value is new) may say the
+        condition began earlier, from stored history."""
+        self._touched.add(subject)
+        held = self._seen.get(subject)
+        if held is not None and held[0] == value:
+            return held[1]
+        seed_ms = seed() if seed is not None else None
+        start = min(now_ms, seed_ms) if seed_ms is not None else now_ms
+        self._seen[subject] = (value, start)
+        return start
+
+    def end_tick(self) -> None:
+        """Forget subjects not looked at during this tick (their condition broke)."""
+        for subject in set(self._seen) - self._touched:
+            del self._seen[subject]
+        self._touched.clear()
+
+
+@dataclass
+class LiveState:
+    """The live state at ``now_ms`` (Redis's clock)."""
+
+    client: redis.Redis
+    now_ms: int
+    topics: list[TopicState]
+    consumers: list[LiveConsumer]  # every registered card, live or silent
+    heartbeat_timeout_s: float
+    tracker: Tracker = field(default_factory=Tracker)
+
+    @classmethod
+    def read(cls, client: redis.Redis, tracker: Tracker | None = None) -> LiveState:
+        topics = []
+        for topic in list_topics(client):
+            try:
+                topics.append(topic_state(client, topic.name))
+            except UnknownTopicError:  # deleted between the listing and the read
+                continue
+        return cls(
+            client=client,
+            now_ms=redis_now_ms(client),
+            topics=topics,
+            consumers=registered_consumers(client),
+            heartbeat_timeout_s=heartbeat_timeout(),
+            tracker=tracker or Tracker(),
+        )
+
+    def queue_groups(self) -> Iterator[tuple[QueueAt, GroupState]]:
+        """Every (topic, group, queue) with its state, in topic and queue order."""
+        for topic in self.topics:
+            for q in topic["queues"]:
+                for g in q["groups"]:
+                    yield (topic["name"], g["group"], q["queue"]), g
+
+    def heartbeat_of(self, consumer_id: str | None) -> int | None:
+        """The last heartbeat (ms) on ``consumer_id``'s card, if it still has one."""
+        for c in self.consumers:
+            if c["id"] == consumer_id:
+                return c["heartbeat_at_ms"] or None
+        return None
+
+    @property
+    def now(self) -> datetime:
+        return at(self.now_ms)
+
+    def held(self, topic: str, group: str) -> list[HeldKey]:
+        """Held keys of (topic, group) (``after_dlq = hold``), read on demand."""
+        try:
+            return held_keys(self.client, topic, group)
+        except UnknownTopicError:
+            return []
+
+    def not_moving_since(self, where: QueueAt, committed: int) -> int | None:
+        """Since when the stored lag samples show ``committed`` unchanged with lag > 0."""
+        topic, group, queue = where
+        return not_moving_since(topic, group, queue, committed, self.now_ms)
+
+    def lock_grants(self, window_s: float) -> Counter[QueueAt]:
+        """Lock grants (``lock_acquired``) per (topic, group, queue) within ``window_s``."""
+        return self._count_events((ev.LOCK_ACQUIRED,), window_s, with_queue=True)
+
+    def dead_letters(self, window_s: float) -> Counter[QueueAt]:
+        """New dead letters per (topic, group, -1) within ``window_s``."""
+        return self._count_events((ev.DEAD_LETTERED, ev.MALFORMED_ENTRY), window_s, False)
+
+    def lag_samples(self, window_s: float) -> dict[QueueAt, list[LagSample]]:
+        """Lag samples per (topic, group, queue) within ``window_s``, oldest first."""
+        return self._samples_since(int(self.now_ms - window_s * 1000))
+
+    def _count_events(
+        self, types: tuple[str, ...], window_s: float, with_queue: bool
+    ) -> Counter[QueueAt]:
+        cache_key = (types, window_s, with_queue)
+        if cache_key not in self._counts:
+            fields = ["topic", "group", "queue"] if with_queue else ["topic", "group"]
+            rows = (
+                Event.objects.filter(type__in=types, ts__gte=at(int(self.now_ms - window_s * 1000)))
+                .values(*fields)
+                .annotate(n=Count("id"))
+            )
+            self._counts[cache_key] = Counter(
+                {
+                    (r["topic"], r["group"], r["queue"] if with_queue else -1): int(r["n"])
+                    for r in rows
+                }
+            )
+        return self._counts[cache_key]
+
+    @cached_property
+    def _counts(self) -> dict[Any, Counter[QueueAt]]:
+        return {}
+
+    def _samples_since(self, start_ms: int) -> dict[QueueAt, list[LagSample]]:
+        out: dict[QueueAt, list[LagSample]] = defaultdict(list)
+        rows = (
+            Event.objects.filter(type=ev.LAG_SAMPLED, ts__gte=at(start_ms))
+            .order_by("ts", "id")
+            .values_list("topic", "group", "queue", "ts", "details")
+        )
+        for topic, group, queue, ts, details in rows:
+            if queue is None:
+                continue
+            out[(topic, group, queue)].append(
+                LagSample(
+                    at_ms=int(ts.timestamp() * 1000),
+                    committed_offset=int(details.get("committed_offset", 0) or 0),
+                    lag=int(details.get("lag", 0) or 0),
+                )
+            )
+        return out

@@ -1,0 +1,68 @@
+"""Live alert pushes to the pages (the badge and the toasts) over the channel layer.
+
+Group ``alerts``: ``{"type": "alerts.update", "counts": {"open", "acknowledged"},
+"opened": [<brief alert>, ...], "resolved": [<brief alert>, ...]}`` after every change
+(an evaluator tick that opened or resolved something, an acknowledgement). A brief alert
+is ``{"id", "rule", "severity", "state", "summary", "url"}``. Pushes are hints: a socket
+also gets the counts when it connects, and a lost push is corrected by the next one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db.models import Count
+from django.urls import reverse
+
+from dashboard.alerts.models import ACKNOWLEDGED, OPEN, Alert
+
+log = logging.getLogger(__name__)
+
+ALERTS_GROUP = "alerts"
+
+
+def counts() -> dict[str, int]:
+    """Unresolved alerts by state: ``{"open": n, "acknowledged": m}``."""
+    rows = (
+        Alert.objects.filter(state__in=(OPEN, ACKNOWLEDGED)).values("state").annotate(n=Count("id"))
+    )
+    found = {r["state"]: int(r["n"]) for r in rows}
+    return {OPEN: found.get(OPEN, 0), ACKNOWLEDGED: found.get(ACKNOWLEDGED, 0)}
+
+
+def brief(alert: Alert) -> dict[str, Any]:
+    return {
+        "id": alert.pk,
+        "rule": alert.rule,
+        "severity": alert.severity,
+        "state": alert.state,
+        "summary": alert.summary,
+        "url": reverse("alert-detail", args=[alert.pk]),
+    }
+
+
+def message(opened: Iterable[Alert] = (), resolved: Iterable[Alert] = ()) -> dict[str, Any]:
+    return {
+        "type": "alerts.update",
+        "counts": counts(),
+        "opened": [brief(a) for a in opened],
+        "resolved": [brief(a) for a in resolved],
+    }
+
+
+def publish(opened: Iterable[Alert] = (), resolved: Iterable[Alert] = ()) -> bool:
+    """Send one update to every open page; False (logged) when the channel layer is
+    unreachable: pages correct themselves with the next one."""
+    layer = get_channel_layer()
+    if layer is None:
+        return False
+    try:
+        async_to_sync(layer.group_send)(ALERTS_GROUP, message(opened, resolved))
+    except Exception:  # a hint: never let it stop the evaluator or an acknowledgement
+        log.warning("channel layer unavailable; alert push skipped", exc_info=True)
+        return False
+    return True

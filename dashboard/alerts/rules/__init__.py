@@ -1,0 +1,27 @@
+"""The built-in rules, by name (docs/alerts.md). A new rule is a ``Rule`` subclass in its
+own module, listed here."""
+
+from __future__ import annotations
+
+from dashboard.alerts.rules.base import CRITICAL, WARNING, Finding, Param, ParamsFor, Rule
+from dashboard.alerts.rules.consumers import ConsumerLost, LockFlapping
+from dashboard.alerts.rules.dead_letters import DlqGrowth
+from dashboard.alerts.rules.lag import LagHigh, LagTrend
+from dashboard.alerts.rules.queues import KeyHeld, MessageBlocked, QueueStuck, QueueUnowned
+
+RULES: dict[str, Rule] = {
+    r.name: r
+    for r in (
+        QueueStuck(),
+        MessageBlocked(),
+        KeyHeld(),
+        QueueUnowned(),
+        ConsumerLost(),
+        LockFlapping(),
+        LagHigh(),
+        LagTrend(),
+        DlqGrowth(),
+    )
+}
+
+__all__ = ["CRITICAL", "RULES", "WARNING", "Finding", "Param", "ParamsFor", "Rule"]
