@@ -20,6 +20,7 @@ lint: setup-test
 	$(PY) -m mypy .
 
 test: setup-test lint
+	bash bin/check-prometheus-rules
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 format: setup

@@ -1,36 +1,65 @@
-"""``GET /metrics``: Prometheus text exposition format, version 0.0.4.
+"""``GET /metrics``: the Prometheus text exposition format, rendered by ``prometheus_client``.
 
 No login: scrapers do not carry sessions, and this is the convention for ``/metrics``;
-it exposes topic, group and queue names and numbers, nothing from message bodies. Put it
-behind the reverse proxy's access rules if those names are sensitive.
+it exposes topic, group, queue and rule names and numbers, nothing from message bodies.
+Put it behind the reverse proxy's access rules if those names are sensitive.
 
-Cheap by construction: the gauges come from ``workers.inspect.overview`` (a few
-pipelined Redis round trips) and the consumer cards, the counters from the small
-``EventCounter`` table (one query). Counters are bumped by the ingester in the same
-transaction as the events they count, and event retention never lowers them, so they are
-monotonic as Prometheus requires (they restart from 0 only with a new database).
+Each scrape makes one live read (``read_state``): the lag of every topic
+(``workers.inspect.overview``, a few pipelined Redis round trips), the consumers' cards,
+the dead-letter stream lengths (one round trip), the stuck queues, the ``EventCounter``
+table and the unresolved alerts (one query each). A ``LockstepCollector`` turns that
+reading into metric families in a private ``CollectorRegistry`` (never the process-wide
+default one, so nothing else leaks in and nothing outlives the request). With Redis
+unreachable the answer is a 503 with one line of text, so Prometheus records ``up == 0``
+instead of a half-empty page.
+
+Counters are bumped by the ingester in the same transaction as the events they count,
+and event retention never lowers them, so they are monotonic as Prometheus requires
+(they restart from 0 only with a new database). The metrics and the alerting rules
+built on them are described in ``deploy/prometheus/README.md``.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import redis
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
+from dashboard.alerts.models import ACKNOWLEDGED, OPEN, Alert
+from dashboard.alerts.rules import RULES
+from dashboard.monitor.health import read_stuck
 from dashboard.monitor.models import EventCounter
 from dashboard.monitor.redis_conn import get_redis
-from workers.inspect import LiveConsumer, Overview, consumers, overview
+from workers.inspect import (
+    GroupState,
+    LiveConsumer,
+    Overview,
+    QueueCardKey,
+    dead_letter_counts,
+    overview,
+    registered_consumers,
+)
+from workers.inspect.consumers import cards_of, heartbeat_timeout
+from workers.inspect.state import group_state
+from workers.refs import QueueRef
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+log = logging.getLogger(__name__)
 
-Labels = tuple[tuple[str, str], ...]
+QUEUE_LABELS = ("topic", "group", "queue")
+# (topic, group, queue number): one group on one queue.
+Cell = tuple[str, str, int]
 
-# (metric, help, field of a group's state in the overview); all labelled topic/group/queue.
+# (metric, help, field of a group's state); all labelled topic/group/queue.
 GROUP_GAUGES = (
     (
         "lockstep_queue_lag_messages",
@@ -53,6 +82,11 @@ GROUP_GAUGES = (
         "parked",
     ),
     ("lockstep_queue_lock_token", "Fencing token of the queue's latest lock grant.", "token"),
+    (
+        "lockstep_queue_held_keys",
+        "Keys held behind their dead letter (after_dlq=hold); their later messages are parked.",
+        "parked_keys",
+    ),
 )
 # (counter name in EventCounter, metric, help).
 COUNTERS = (
@@ -90,121 +124,216 @@ COUNTERS = (
 
 # The ingester's own counters: one series each, without labels.
 UNLABELLED_COUNTERS = ("events_lost", "event_stream_gaps")
+# The unresolved alert states, each a series per rule.
+ALERT_STATES = (OPEN, ACKNOWLEDGED)
 
 
-@dataclass
-class Family:
-    name: str
-    type: str
-    help: str
-    samples: list[tuple[Labels, float | int]] = field(default_factory=list)
+@dataclass(frozen=True)
+class Reading:
+    """Everything one scrape shows, read once. ``states`` and ``dead_letters`` have an
+    entry for every (topic, group, queue) of ``snapshot``; ``stuck`` names the stuck ones
+    (``dashboard.monitor.health.read_stuck``, whatever the reason); ``consumers`` are the
+    registered cards, live or silent (``heartbeat_age_s`` above ``heartbeat_timeout_s``)."""
 
-    def add(self, value: float | int, **labels: Any) -> None:
-        self.samples.append((tuple((k, str(v)) for k, v in labels.items()), value))
-
-    def render(self) -> Iterable[str]:
-        yield f"# HELP {self.name} {escape_help(self.help)}"
-        yield f"# TYPE {self.name} {self.type}"
-        for labels, value in self.samples:
-            yield f"{self.name}{format_labels(labels)} {format_value(value)}"
-
-
-def escape_help(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
+    snapshot: Overview
+    states: dict[Cell, GroupState]
+    consumers: list[LiveConsumer]
+    heartbeat_timeout_s: float
+    stuck: frozenset[Cell]
+    dead_letters: dict[Cell, int]
+    counters: list[EventCounter]
+    alerts: dict[tuple[str, str], int]  # (rule, state) -> unresolved alerts
 
 
-def escape_label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def format_labels(labels: Labels) -> str:
-    if not labels:
-        return ""
-    return "{" + ",".join(f'{k}="{escape_label(v)}"' for k, v in labels) + "}"
-
-
-def format_value(value: float | int) -> str:
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    if isinstance(value, int):
-        return str(value)
-    return repr(float(value))
-
-
-def queue_families(snapshot: Overview) -> list[Family]:
-    gauges = [Family(name, "gauge", text) for name, text, _ in GROUP_GAUGES]
-    owned = Family(
-        "lockstep_queue_owned",
-        "gauge",
-        "1 while a consumer holds a live lock on the queue for the group, else 0.",
-    )
-    max_offset = Family(
-        "lockstep_queue_max_offset",
-        "gauge",
-        "Next offset to be produced in the queue (a property of the queue, "
-        "so labelled topic and queue only).",
-    )
+def read_state(client: redis.Redis) -> Reading:
+    """The live read behind one scrape. Raises ``redis.RedisError`` when Redis fails."""
+    snapshot = overview(client)
+    now_ms = snapshot["generated_at_ms"]
+    registered = registered_consumers(client)
+    timeout_s = heartbeat_timeout()
+    live = [c for c in registered if c["heartbeat_age_s"] <= timeout_s]
+    cards = cards_of(live, None)
+    live_ids = {c["id"] for c in live}
+    states: dict[Cell, GroupState] = {}
     for topic in snapshot["topics"]:
         for q in topic["queues"]:
-            max_offset.add(q["max_offset"], topic=topic["name"], queue=q["queue"])
+            ref = QueueRef(topic["name"], q["queue"])
             for g in q["groups"]:
-                labels = {"topic": topic["name"], "group": g["group"], "queue": q["queue"]}
+                card = cards.get(QueueCardKey(ref, g["group"], g["owner"] or ""))
+                owner_live = g["owner"] in live_ids
+                states[(ref.topic, g["group"], ref.queue)] = group_state(
+                    g, card, now_ms, owner_live=owner_live
+                )
+    return Reading(
+        snapshot=snapshot,
+        states=states,
+        consumers=registered,
+        heartbeat_timeout_s=timeout_s,
+        stuck=frozenset(
+            (s["topic"], s["group"], int(s["queue"]))
+            for s in read_stuck(client, snapshot, registered)
+        ),
+        dead_letters=_dead_letters(client, states),
+        counters=list(EventCounter.objects.order_by("name", "topic", "group", "queue")),
+        alerts=_unresolved_alerts(),
+    )
+
+
+def _dead_letters(client: redis.Redis, cells: Iterable[Cell]) -> dict[Cell, int]:
+    counts = dead_letter_counts(client, [(QueueRef(t, q), g) for t, g, q in cells])
+    return {(ref.topic, group, ref.queue): n for (ref, group), n in counts.items()}
+
+
+def _unresolved_alerts() -> dict[tuple[str, str], int]:
+    rows = (
+        Alert.objects.filter(state__in=ALERT_STATES)
+        .values_list("rule", "state")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    return {(rule, state): n for rule, state, n in rows}
+
+
+class LockstepCollector(Collector):
+    """The metric families of one ``Reading``."""
+
+    def __init__(self, reading: Reading) -> None:
+        self.reading = reading
+
+    def collect(self) -> Iterator[Metric]:
+        yield from queue_families(self.reading)
+        yield from consumer_families(self.reading)
+        yield from counter_families(self.reading.counters)
+        yield alert_family(self.reading.alerts)
+
+
+def _gauge(name: str, text: str, labels: Iterable[str] = QUEUE_LABELS) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, text, labels=list(labels))
+
+
+def queue_families(reading: Reading) -> list[Metric]:
+    gauges = [_gauge(name, text) for name, text, _ in GROUP_GAUGES]
+    owned = _gauge(
+        "lockstep_queue_owned",
+        "1 while a consumer holds a live lock on the queue for the group, else 0.",
+    )
+    stuck = _gauge(
+        "lockstep_queue_stuck",
+        "1 while the queue is stuck for the group (no progress with a backlog, or a key "
+        "blocked, for LOCKSTEP_STUCK_AFTER_SECONDS), else 0.",
+    )
+    blocked = _gauge(
+        "lockstep_queue_blocked_keys",
+        "Keys blocked by a failing message, as the lock owner reports (key ordering; "
+        "0 under queue ordering or without a live owner).",
+    )
+    dead = _gauge(
+        "lockstep_dead_letters_waiting",
+        "Dead letters waiting in the group's dead-letter stream of the queue "
+        "(not yet replayed or discarded).",
+    )
+    max_offset = _gauge(
+        "lockstep_queue_max_offset",
+        "Next offset to be produced in the queue (a property of the queue, "
+        "so labelled topic and queue only).",
+        labels=("topic", "queue"),
+    )
+    for topic in reading.snapshot["topics"]:
+        for q in topic["queues"]:
+            max_offset.add_metric([topic["name"], str(q["queue"])], q["max_offset"])
+            for group in topic["groups"]:
+                cell = (topic["name"], group, q["queue"])
+                g = reading.states[cell]
+                labels = [topic["name"], group, str(q["queue"])]
                 fields: Mapping[str, Any] = g
                 for family, (_, _, name) in zip(gauges, GROUP_GAUGES, strict=True):
-                    family.add(fields[name], **labels)
-                owned.add(1 if g["owner"] else 0, **labels)
-    return [*gauges, owned, max_offset]
+                    family.add_metric(labels, fields[name])
+                owned.add_metric(labels, 1 if g["owner"] else 0)
+                stuck.add_metric(labels, 1 if cell in reading.stuck else 0)
+                blocked.add_metric(labels, g.get("blocked_count", 0))
+                dead.add_metric(labels, reading.dead_letters.get(cell, 0))
+    return [*gauges, owned, stuck, blocked, dead, max_offset]
 
 
-def consumer_family(snapshot: Overview, cards: list[LiveConsumer]) -> Family:
+def consumer_families(reading: Reading) -> list[Metric]:
     live: Counter[tuple[str, str]] = Counter()
-    for card in cards:
-        for sub in card["subscriptions"]:
-            live[(sub["topic"], sub["group"])] += 1
-    for topic in snapshot["topics"]:  # known groups with nobody consuming: 0, not absent
-        for group in topic["groups"]:
-            live.setdefault((topic["name"], group), 0)
-    family = Family(
-        "lockstep_consumers", "gauge", "Live consumer processes subscribed, per topic and group."
-    )
-    for (topic_name, group), count in sorted(live.items()):
-        family.add(count, topic=topic_name, group=group)
-    return family
-
-
-def counter_families() -> list[Family]:
-    series: dict[str, list[EventCounter]] = defaultdict(list)
-    for row in EventCounter.objects.order_by("name", "topic", "group", "queue"):
-        series[row.name].append(row)
-    families = []
-    for name, metric, text in COUNTERS:
-        family = Family(metric, "counter", text)
-        if name in UNLABELLED_COUNTERS and not series.get(name):
-            family.add(0)  # a series from the start, so increase() sees the first loss
-        for row in series.get(name, []):
-            if not (row.topic or row.group) and row.queue < 0:
-                family.add(row.value)
-            else:
-                family.add(
-                    row.value,
-                    topic=row.topic,
-                    group=row.group,
-                    queue="" if row.queue < 0 else row.queue,
-                )
+    silent: Counter[tuple[str, str]] = Counter()
+    for card in reading.consumers:
+        tally = live if card["heartbeat_age_s"] <= reading.heartbeat_timeout_s else silent
+        for where in {(sub["topic"], sub["group"]) for sub in card["subscriptions"]}:
+            tally[where] += 1
+    known = {(t["name"], g) for t in reading.snapshot["topics"] for g in t["groups"]}
+    families: list[Metric] = []
+    for name, text, tally in (
+        (
+            "lockstep_consumers",
+            "Live consumer processes subscribed, per topic and group.",
+            live,
+        ),
+        (
+            "lockstep_consumers_silent",
+            "Consumer processes subscribed whose heartbeat is older than the heartbeat "
+            "timeout (killed, frozen or cut off) while their card has not expired.",
+            silent,
+        ),
+    ):
+        family = _gauge(name, text, labels=("topic", "group"))
+        # Known groups with nobody (live or silent): 0, not absent.
+        for topic, group in sorted(known | set(tally)):
+            family.add_metric([topic, group], tally.get((topic, group), 0))
         families.append(family)
     return families
 
 
-def render_metrics(client: redis.Redis) -> str:
-    snapshot = overview(client)
-    families = [
-        *queue_families(snapshot),
-        consumer_family(snapshot, consumers(client)),
-        *counter_families(),
-    ]
-    return "\n".join(line for f in families for line in f.render()) + "\n"
+def counter_families(rows: Iterable[EventCounter]) -> list[Metric]:
+    series: dict[str, list[EventCounter]] = defaultdict(list)
+    for row in rows:
+        series[row.name].append(row)
+    families: list[Metric] = []
+    for name, metric, text in COUNTERS:
+        # Samples added one by one: the unlabelled counters have no labels, the others
+        # (topic, group, queue), and a family's label names are fixed per sample only.
+        family = CounterMetricFamily(metric, text)
+        if name in UNLABELLED_COUNTERS and not series.get(name):
+            family.add_sample(metric, {}, 0)  # a series from the start: increase() sees it
+        for row in series.get(name, []):
+            if not (row.topic or row.group) and row.queue < 0:
+                family.add_sample(metric, {}, row.value)
+            else:
+                queue = "" if row.queue < 0 else str(row.queue)
+                labels = {"topic": row.topic, "group": row.group, "queue": queue}
+                family.add_sample(metric, labels, row.value)
+        families.append(family)
+    return families
+
+
+def alert_family(counts: dict[tuple[str, str], int]) -> Metric:
+    family = _gauge(
+        "lockstep_alerts",
+        "Unresolved alerts of the built-in rules, per rule and state (open or acknowledged).",
+        labels=("rule", "state"),
+    )
+    rules = sorted(set(RULES) | {rule for rule, _ in counts})
+    for rule in rules:
+        for state in ALERT_STATES:
+            family.add_metric([rule, state], counts.get((rule, state), 0))
+    return family
+
+
+def render_metrics(client: redis.Redis) -> bytes:
+    """The exposition of one live read. Raises ``redis.RedisError`` when Redis fails."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(LockstepCollector(read_state(client)))
+    return generate_latest(registry)
 
 
 @require_GET
 def metrics_view(request: HttpRequest) -> HttpResponse:
-    return HttpResponse(render_metrics(get_redis()), content_type=CONTENT_TYPE)
+    try:
+        body = render_metrics(get_redis())
+    except redis.RedisError as exc:
+        log.warning("/metrics: Redis unreachable: %s", exc)
+        return HttpResponse(
+            "Redis unreachable: no metrics\n", status=503, content_type="text/plain; charset=utf-8"
+        )
+    return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)
