@@ -222,6 +222,29 @@ LOCKSTEP_ALERT_RENOTIFY_SECONDS = env_float("LOCKSTEP_ALERT_RENOTIFY_SECONDS", 3
 # Links in notifications start with this (no trailing slash needed).
 LOCKSTEP_BASE_URL = env_str("LOCKSTEP_BASE_URL", "http://127.0.0.1:8000")
 
+# --- Alert delivery (docs/alerts-delivery.md) ---------------------------------------
+# Imported here, not at the top, so this section stays one block (the parsers import no
+# models: they are safe before the apps load).
+from dashboard.alerts.env_channels import parse_email_to, parse_webhooks  # noqa: E402
+
+# EMAIL_URL names the mail server, e.g. smtp+tls://user:password@smtp.example.com:587;
+# the default prints mails to the console (development).
+vars().update(_env.email_url("EMAIL_URL", default="consolemail://"))
+DEFAULT_FROM_EMAIL = env_str("LOCKSTEP_ALERT_EMAIL_FROM", "lockstep@localhost")
+# Channels declared as code (rows with from_env=True, mirrored by the dispatcher at start):
+# addresses of an "env-email" channel, and webhooks "env-webhook-1", ... in list order.
+LOCKSTEP_ALERT_EMAIL_TO = parse_email_to(env_str("LOCKSTEP_ALERT_EMAIL_TO", ""))
+LOCKSTEP_ALERT_WEBHOOKS = parse_webhooks(env_str("LOCKSTEP_ALERT_WEBHOOKS", ""))
+# 6 attempts with doubling backoff from 2 s span about a minute: a receiver restarting
+# or a brief network cut is ridden out; a receiver down for longer gets a failed delivery
+# (visible on the alert) rather than a notification that arrives when it no longer matters.
+LOCKSTEP_ALERT_DELIVERY_ATTEMPTS = env_int("LOCKSTEP_ALERT_DELIVERY_ATTEMPTS", 6, minimum=1)
+LOCKSTEP_ALERT_RETRY_SECONDS = env_float("LOCKSTEP_ALERT_RETRY_SECONDS", 2.0, minimum=0.1)
+# One slow receiver holds up the dispatcher's other deliveries for at most this long.
+LOCKSTEP_ALERT_SEND_TIMEOUT_SECONDS = env_float(
+    "LOCKSTEP_ALERT_SEND_TIMEOUT_SECONDS", 5.0, minimum=0.5
+)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

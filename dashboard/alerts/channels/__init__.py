@@ -1,0 +1,14 @@
+"""Notification channel kinds (docs/alerts-delivery.md). ``KINDS`` maps a
+``Channel.kind`` to its class; adding a kind is one module with a ``ChannelKind``
+subclass and one import line here."""
+
+from __future__ import annotations
+
+from dashboard.alerts.channels.apprise_channel import AppriseKind
+from dashboard.alerts.channels.base import ChannelKind, DeliveryError
+from dashboard.alerts.channels.email_channel import EmailKind
+from dashboard.alerts.channels.webhook import WebhookKind
+
+KINDS: dict[str, type[ChannelKind]] = {k.name: k for k in (EmailKind, WebhookKind, AppriseKind)}
+
+__all__ = ["KINDS", "ChannelKind", "DeliveryError"]

@@ -1,0 +1,70 @@
+"""What every channel kind implements, and the plain-text message they share."""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from dashboard.alerts.models import Channel
+
+
+class DeliveryError(Exception):
+    """A send that did not succeed. ``retryable``: the same send may work later (the
+    receiver was down, busy or slow); otherwise it never will as configured (a bad
+    address, a URL that does not exist) and the delivery fails at once."""
+
+    def __init__(self, message: str, retryable: bool) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+
+
+class ChannelKind(ABC):
+    """One way of notifying. ``name`` is the ``Channel.kind`` value, ``label`` what the
+    UI shows."""
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+
+    @classmethod
+    @abstractmethod
+    def validate(cls, target: str, secret: str, format: str) -> None:
+        """``ValueError`` with a message a person can act on when a channel of this kind
+        with these fields could never send."""
+
+    @abstractmethod
+    def send(self, channel: Channel, payload: dict[str, Any], delivery_id: int | None) -> None:
+        """Send ``payload`` (``dashboard.alerts.payload``) once; ``DeliveryError`` when it
+        did not arrive. ``delivery_id`` names the attempt's ``Delivery`` for receivers
+        that deduplicate."""
+
+
+SUBJECT_FIELDS = ("topic", "group", "queue", "key", "consumer", "offset")
+LINKS = (("url", "Alert"), ("queue_url", "Queue"), ("dead_letters_url", "Dead letters"))
+
+
+def message_text(payload: dict[str, Any]) -> str:
+    """The notification as plain text: the summary, the subject, the times, the details
+    and the links (for email bodies and chat services)."""
+    a = payload["alert"]
+    lines = [a["summary"], "", f"Rule: {a['rule']} ({a['severity']}), state {a['state']}"]
+    subject = [f"{f}={a[f]}" for f in SUBJECT_FIELDS if a.get(f) not in (None, "")]
+    if subject:
+        lines.append("Subject: " + ", ".join(subject))
+    lines.append(f"Since: {a['since']}; opened at {a['opened_at']}")
+    if a.get("resolved_at"):
+        lines.append(f"Resolved at: {a['resolved_at']} after {a['duration_s']:.0f} s")
+    if a.get("details"):
+        lines += ["", "Details:"]
+        lines += [f"  {k}: {json.dumps(v, default=str)}" for k, v in a["details"].items()]
+    links = [f"  {label}: {a[field]}" for field, label in LINKS if a.get(field)]
+    if links:
+        lines += ["", "Links:", *links]
+    return "\n".join(lines)
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """``text`` on one line of at most ``limit`` characters (mail subjects, titles)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
