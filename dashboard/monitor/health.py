@@ -1,15 +1,37 @@
-"""The overview's ``stats``: rates in and out, retries, dead letters and stuck queues per
-topic and group, from the live snapshot (Redis) and the stored event history.
+"""The overview's ``stats`` (rates in and out, retries, dead letters and stuck queues per
+topic and group) and the one definition of a *stuck* queue that the overview, its Stuck
+list and the group page all show.
 
-A queue is *stuck* when an operator should look at it now:
-- ``no_progress``: it is behind (lag > 0) and the lag samples have shown the same
-  committed offset, behind, for at least ``LOCKSTEP_STUCK_AFTER_SECONDS`` (60);
+A queue is *stuck* (for one group) when an operator should look at it now. Its reason:
+
+- ``no_live_consumer``: it is behind (lag > 0) and its lock still names a consumer that
+  is no longer live (no heartbeat for longer than ``LOCKSTEP_HEARTBEAT_TIMEOUT``, 15 s:
+  killed, frozen or cut off). Reported at once: the heartbeat timeout already was the
+  grace period, and nobody else may take the queue until the lock expires. ``since_ms``
+  is that consumer's last heartbeat, read from its card (which outlives it by one more
+  timeout); once the card is gone, the latest the heartbeat can have been.
+- ``unowned``: it is behind and no consumer holds its lock, while the lag samples have
+  shown the same committed offset for at least ``LOCKSTEP_STUCK_AFTER_SECONDS`` (60).
+  Measured like ``no_progress`` rather than reported at once, because a queue is briefly
+  unowned in every handover; one whose committed offset moved a minute ago was being
+  consumed until then. Without lag samples (``sample_lag`` not scheduled) it is never
+  reported.
+- ``no_progress``: it is behind, a live consumer holds it, and the lag samples have shown
+  the same committed offset for at least ``LOCKSTEP_STUCK_AFTER_SECONDS``;
 - ``blocked_key`` (key ordering): a key has been blocked by a failing message for at
-  least ``LOCKSTEP_STUCK_AFTER_SECONDS`` (60) (the rest of the queue may still flow).
+  least ``LOCKSTEP_STUCK_AFTER_SECONDS`` (the rest of the queue may still flow);
+- ``held_key`` (key ordering, ``after_dlq = hold``): keys of the queue are held behind
+  their dead letters. Reported at once, one entry per queue naming its keys, since the
+  oldest hold: a held key waits for an operator to replay or discard its dead letter and
+  never heals by itself. A key whose release has begun (``releasing``) is not counted.
+
+``stuck_queues`` is the pure rule over what was read; ``read_stuck`` reads what it needs
+from Redis (consumers' heartbeats, held keys) and applies it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import redis
@@ -18,32 +40,43 @@ from django.conf import settings
 from dashboard.monitor import queries
 from workers.inspect import (
     GroupLag,
+    HeldKey,
+    LiveConsumer,
     Overview,
     QueueCardKey,
     QueueSnapshot,
     dead_letters_per_group,
-    queue_cards,
+    held_keys,
+    registered_consumers,
 )
+from workers.inspect.consumers import cards_of, heartbeat_timeout
 from workers.refs import QueueRef
 
 # Rates are "per second over the last minute": long enough to smooth the 10 s lag
 # samples and the 0.5 s commit flushes, short enough to show a stall within a minute.
 WINDOW_S = 60
-# RocketMQ expires an unrenewed queue lock after 60 s; a queue that has not moved for as
-# long is as good as unowned, and a blocked key that long will not heal by retrying.
+# A held-key entry names at most this many keys: enough to look one up, short enough for
+# one line of the overview's Stuck list (``held_keys`` says how many there are).
+HELD_KEYS_NAMED = 5
+
+Alert = dict[str, Any]
 
 
 def overview_stats(client: redis.Redis, snapshot: Overview) -> dict[str, Any]:
     """``{"window_s", "topics": [{"name", "in_per_s", "groups": [{"group", "out_per_s",
-    "retries_per_min", "dead_letters", "lag", "stuck"}]}], "stuck": [alert, ...]}`` for
-    the topics of ``snapshot`` (``workers.inspect.overview``)."""
+    "retries_per_min", "dead_letters", "lag", "stuck"}]}], "stuck": [alert, ...],
+    "owners_not_live": [consumer id, ...]}`` for the topics of ``snapshot``
+    (``workers.inspect.overview``). A group's ``stuck`` counts its entries in ``stuck``
+    (``read_stuck``); ``owners_not_live`` are the lock owners in ``snapshot`` that are no
+    longer live, sorted."""
     now_ms = int(snapshot["generated_at_ms"])
     names = [t["name"] for t in snapshot["topics"]]
     in_rates = queries.topic_in_rates(names, now_ms, WINDOW_S)
     committed = queries.committed_counts(names, now_ms, WINDOW_S)
     retries = queries.retry_counts(names, now_ms, WINDOW_S)
     dead = dead_letters_per_group(client, snapshot)
-    stuck = stuck_queues(snapshot, queue_cards(client), now_ms)
+    registered = registered_consumers(client)
+    stuck = read_stuck(client, snapshot, registered)
     topics = []
     for topic in snapshot["topics"]:
         name = topic["name"]
@@ -61,27 +94,109 @@ def overview_stats(client: redis.Redis, snapshot: Overview) -> dict[str, Any]:
             for group in topic["groups"]
         ]
         topics.append({"name": name, "in_per_s": in_rates.get(name), "groups": groups})
-    return {"window_s": WINDOW_S, "topics": topics, "stuck": stuck}
+    return {
+        "window_s": WINDOW_S,
+        "topics": topics,
+        "stuck": stuck,
+        "owners_not_live": owners_not_live(snapshot, heartbeats_of(registered), now_ms),
+    }
+
+
+def read_stuck(
+    client: redis.Redis, snapshot: Overview, registered: list[LiveConsumer] | None = None
+) -> list[Alert]:
+    """``stuck_queues`` of ``snapshot`` with every consumer's heartbeat and card
+    (``registered``: ``workers.inspect.registered_consumers``, read unless given) and the
+    held keys of every group that has some."""
+    now_ms = int(snapshot["generated_at_ms"])
+    known = registered_consumers(client) if registered is None else registered
+    beats = heartbeats_of(known)
+    live = [c for c in known if _is_live(beats[c["id"]], now_ms)]
+    return stuck_queues(
+        snapshot,
+        cards_of(live, None),
+        now_ms,
+        heartbeats=beats,
+        holds=_holds(client, snapshot),
+    )
+
+
+def heartbeats_of(registered: list[LiveConsumer]) -> dict[str, int]:
+    """Consumer id -> its last heartbeat (Redis ms)."""
+    return {c["id"]: c["heartbeat_at_ms"] for c in registered}
+
+
+def owners_not_live(snapshot: Overview, heartbeats: Mapping[str, int], now_ms: int) -> list[str]:
+    """The lock owners in ``snapshot`` that are no longer live, sorted."""
+    owners = {
+        g["owner"]
+        for t in snapshot["topics"]
+        for q in t["queues"]
+        for g in q["groups"]
+        if g["owner"]
+    }
+    return sorted(o for o in owners if not _is_live(heartbeats.get(o), now_ms))
+
+
+def _holds(client: redis.Redis, snapshot: Overview) -> dict[tuple[str, str], list[HeldKey]]:
+    """``held_keys`` of every (topic, group) whose lag counts held keys."""
+    wanted = {
+        (t["name"], g["group"])
+        for t in snapshot["topics"]
+        for q in t["queues"]
+        for g in q["groups"]
+        if g["parked_keys"]
+    }
+    return {(topic, group): held_keys(client, topic, group) for topic, group in sorted(wanted)}
 
 
 def stuck_queues(
-    snapshot: Overview, cards: dict[QueueCardKey, QueueSnapshot], now_ms: int
-) -> list[dict[str, Any]]:
-    """Every stuck (topic, group, queue), the longest stuck first; ``cards`` as
-    ``workers.inspect.queue_cards``."""
-    alerts = []
+    snapshot: Overview,
+    cards: dict[QueueCardKey, QueueSnapshot],
+    now_ms: int,
+    *,
+    heartbeats: Mapping[str, int] | None = None,
+    holds: Mapping[tuple[str, str], list[HeldKey]] | None = None,
+) -> list[Alert]:
+    """Every stuck (topic, group, queue), the longest stuck first: dicts with ``topic``,
+    ``group``, ``queue``, ``reason``, ``since_ms``, ``for_s`` and ``why`` (a sentence for
+    an operator), plus the reason's own fields. ``cards`` as ``workers.inspect.queue_cards``.
+
+    ``heartbeats``: consumer id -> last heartbeat (ms) of every consumer with a card, live
+    or not (``heartbeats_of``); without it a lock owner counts as live when some snapshot
+    in ``cards`` is its (wrong for a moment after a consumer's first lock, before its card
+    shows the queue). ``holds``: (topic, group) -> ``held_keys``; without it a held-key
+    entry counts every held key of the lag and its ``since_ms`` is ``now_ms``."""
+    live_ids = {where.consumer_id for where in cards}
+    alerts: list[Alert] = []
     for topic in snapshot["topics"]:
         for q in topic["queues"]:
             ref = QueueRef(topic["name"], q["queue"])
             for g in q["groups"]:
                 where = {"topic": topic["name"], "group": g["group"], "queue": q["queue"]}
-                alerts += _not_moving(where, g, now_ms)
-                owner = QueueCardKey(ref, g["group"], g["owner"] or "")
-                alerts += _blocked(where, cards.get(owner), now_ms)
+                owner = g["owner"]
+                if owner is None:
+                    alerts += _not_moving(where, g, now_ms, "unowned")
+                else:
+                    beat = heartbeats.get(owner) if heartbeats is not None else None
+                    live = owner in live_ids if heartbeats is None else _is_live(beat, now_ms)
+                    alerts += (
+                        _not_moving(where, g, now_ms, "no_progress")
+                        if live
+                        else _no_live_consumer(where, g, beat, now_ms)
+                    )
+                card = cards.get(QueueCardKey(ref, g["group"], owner or ""))
+                alerts += _blocked(where, card, now_ms)
+                alerts += _held(where, g, holds, now_ms)
     return sorted(alerts, key=lambda a: (a["since_ms"], a["topic"], a["group"], a["queue"]))
 
 
-def _not_moving(where: dict[str, Any], g: GroupLag, now_ms: int) -> list[dict[str, Any]]:
+def _is_live(heartbeat_ms: int | None, now_ms: int) -> bool:
+    """As ``workers.inspect.consumers``: a heartbeat within the heartbeat timeout."""
+    return heartbeat_ms is not None and (now_ms - heartbeat_ms) / 1000.0 <= heartbeat_timeout()
+
+
+def _not_moving(where: Alert, g: GroupLag, now_ms: int, reason: str) -> list[Alert]:
     if g["lag"] <= 0:
         return []
     since = queries.not_moving_since(
@@ -90,23 +205,54 @@ def _not_moving(where: dict[str, Any], g: GroupLag, now_ms: int) -> list[dict[st
     if since is None or now_ms - since < stuck_after_s() * 1000:
         return []
     waited = (now_ms - since) / 1000.0
+    lock = "no consumer holds its lock, " if reason == "unowned" else ""
     return [
         {
             **where,
-            "reason": "no_progress",
+            "reason": reason,
             "since_ms": since,
             "for_s": round(waited, 1),
             "lag": g["lag"],
             "committed_offset": g["committed_offset"],
-            "why": f"queue {where['queue']}: lag {g['lag']}, committed offset "
+            "why": f"queue {where['queue']}: {lock}lag {g['lag']}, committed offset "
             f"{g['committed_offset']} has not moved for {duration(waited)}",
         }
     ]
 
 
-def _blocked(
-    where: dict[str, Any], card: QueueSnapshot | None, now_ms: int
-) -> list[dict[str, Any]]:
+def _no_live_consumer(
+    where: Alert, g: GroupLag, heartbeat_ms: int | None, now_ms: int
+) -> list[Alert]:
+    if g["lag"] <= 0:
+        return []
+    timeout_s = heartbeat_timeout()
+    # Without the card the heartbeat is at least a timeout old: that is all we know.
+    since = heartbeat_ms if heartbeat_ms is not None else now_ms - int(timeout_s * 1000)
+    silent = (now_ms - since) / 1000.0
+    heard = (
+        f"which has sent no heartbeat for {duration(silent)}"
+        if heartbeat_ms is not None
+        else f"which has sent no heartbeat for over {duration(timeout_s)} (its card is gone)"
+    )
+    expires = g["lock_expires_in_ms"]
+    return [
+        {
+            **where,
+            "reason": "no_live_consumer",
+            "since_ms": since,
+            "for_s": round(silent, 1),
+            "owner": g["owner"],
+            "lag": g["lag"],
+            "committed_offset": g["committed_offset"],
+            "lock_expires_in_ms": expires,
+            "why": f"queue {where['queue']}: lag {g['lag']}; the lock still names consumer "
+            f"{g['owner']}, {heard}"
+            + (f"; the lock expires in {duration((expires or 0) / 1000.0)}" if expires else ""),
+        }
+    ]
+
+
+def _blocked(where: Alert, card: QueueSnapshot | None, now_ms: int) -> list[Alert]:
     alerts = []
     for b in card.get("blocked_keys", []) if card else []:
         since = int(b.get("since_ms", 0))
@@ -132,6 +278,49 @@ def _blocked(
             }
         )
     return alerts
+
+
+def _held(
+    where: Alert,
+    g: GroupLag,
+    holds: Mapping[tuple[str, str], list[HeldKey]] | None,
+    now_ms: int,
+) -> list[Alert]:
+    if not g["parked_keys"]:
+        return []
+    if holds is None:
+        keys: list[str] = []
+        count, since = g["parked_keys"], now_ms
+    else:
+        held = [
+            h
+            for h in holds.get((where["topic"], where["group"]), [])
+            if h["queue"] == where["queue"] and h["state"] == "held"
+        ]
+        if not held:
+            return []
+        held.sort(key=lambda h: (h["since_ms"] or now_ms, h["key"]))
+        keys = [h["key"] for h in held]
+        count, since = len(held), held[0]["since_ms"] or now_ms
+    waited = max(0.0, (now_ms - since) / 1000.0)
+    named = ", ".join(keys[:HELD_KEYS_NAMED]) + (", …" if len(keys) > HELD_KEYS_NAMED else "")
+    return [
+        {
+            **where,
+            "reason": "held_key",
+            "since_ms": since,
+            "for_s": round(waited, 1),
+            "key": keys[0] if keys else "",
+            "keys": keys[:HELD_KEYS_NAMED],
+            "held_keys": count,
+            "parked": g["parked"],
+            "why": f"queue {where['queue']}: {count} key{'s' if count != 1 else ''} held "
+            f"behind {'their dead letters' if count != 1 else 'its dead letter'}"
+            + (f" ({named})" if named else "")
+            + f", {g['parked']} messages parked, for {duration(waited)}: waiting for a "
+            "replay or discard",
+        }
+    ]
 
 
 def duration(seconds: float) -> str:

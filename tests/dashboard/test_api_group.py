@@ -97,6 +97,7 @@ def test_it_shows_each_queue_held_by_the_consumer_with_its_offsets(
         "blocked_keys": 0,
         "parked_keys": 0,
         "parked_messages": 0,
+        "stuck": 0,
     }
     assert group["blocked_keys"] == group["parked_keys"] == group["lanes"] == []
 

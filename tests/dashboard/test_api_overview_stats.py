@@ -79,7 +79,7 @@ def test_it_computes_rates_retries_and_stuck_queues_from_the_history(
     register_group(redis_client, "orders", "audit")
     produce(redis_url, "orders", [key_on_queue(0, 2)] * 5)  # queue 0: lag 5 for both groups
     now = redis_now_ms(redis_client)
-    # Queue 0, mailer: behind and not moving for 90 s -> stuck.
+    # Queue 0, mailer: behind, nobody holds its lock, not moving for 90 s -> stuck.
     for age in (90, 40, 10):
         _sample(redis_client, now - age * 1000, "mailer", 0, 5, 0)
     # Queue 0, audit: behind only for the last 40 s -> not stuck yet.
@@ -144,13 +144,15 @@ def test_it_computes_rates_retries_and_stuck_queues_from_the_history(
         "topic": "orders",
         "group": "mailer",
         "queue": 0,
-        "reason": "no_progress",
+        "reason": "unowned",
         "since_ms": now - 90_000,
         "lag": 5,
         "committed_offset": 0,
     }
     assert alert["for_s"] >= 90
-    assert alert["why"].startswith("queue 0: lag 5, committed offset 0 has not moved for 1 min")
+    assert alert["why"].startswith(
+        "queue 0: no consumer holds its lock, lag 5, committed offset 0 has not moved for 1 min"
+    )
 
 
 def test_it_has_no_rate_in_without_lag_samples(

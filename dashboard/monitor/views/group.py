@@ -1,17 +1,22 @@
 """One consumer group on one topic: per queue the lock, offsets, lag and state; under key
-ordering the lanes, blocked keys and parked keys."""
+ordering the lanes, blocked keys and parked keys; and the group's stuck queues, as the
+overview counts them (``health.read_stuck``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.http import HttpRequest
 
 from dashboard.monitor import queries
+from dashboard.monitor.health import read_stuck
 from dashboard.monitor.redis_conn import get_redis
 from dashboard.monitor.views.common import api_view, page_view, require_group
 from workers.inspect import (
+    Overview,
     QueueGroups,
+    TopicLag,
+    TopicState,
     dead_letters_per_queue,
     group_members,
     held_keys,
@@ -45,7 +50,11 @@ QUEUE_FIELDS = (
 def build_group(request: HttpRequest, topic: str, group: str) -> dict[str, Any]:
     """``{"topic", "group", "generated_at_ms", "queue_count", "ordering", "consumers",
     "queues": [...], "blocked_keys": [...], "parked_keys": [...], "lanes": [...],
-    "totals": {...}}``; see README "Dashboard pages and JSON API"."""
+    "stuck": [...], "totals": {...}}``; see README "Dashboard pages and JSON API".
+
+    ``stuck`` is the group's part of the overview's stuck list (``health.read_stuck``,
+    held keys included), so ``totals.stuck`` is the overview's count for the group;
+    ``totals.owned`` counts the queues whose lock a live consumer holds."""
     client = get_redis()
     require_group(client, topic, group)
     state = topic_state(client, topic)
@@ -54,6 +63,7 @@ def build_group(request: HttpRequest, topic: str, group: str) -> dict[str, Any]:
     queues = [_queue_row(q, group, dead.get(q["queue"], 0)) for q in state["queues"]]
     blocked = [{"queue": row["queue"], **b} for row in queues for b in row.pop("blocked_keys", [])]
     parked = held_keys(client, topic, group)
+    stuck = [a for a in read_stuck(client, _as_overview(state)) if a["group"] == group]
     return {
         "topic": topic,
         "group": group,
@@ -65,16 +75,24 @@ def build_group(request: HttpRequest, topic: str, group: str) -> dict[str, Any]:
         "blocked_keys": sorted(blocked, key=lambda b: b.get("since_ms", 0)),
         "parked_keys": parked,
         "lanes": queries.latest_lanes(topic, group, [m["id"] for m in members]),
+        "stuck": stuck,
         "totals": {
             "lag": sum(r["lag"] for r in queues),
             "max_time_lag_s": max((r["time_lag_s"] for r in queues), default=0.0),
-            "owned": sum(1 for r in queues if r["owner"]),
+            "owned": sum(1 for r in queues if r["owner"] and r["state"] != "no_live_consumer"),
             "dead_letters": sum(dead.values()),
             "blocked_keys": len(blocked),
             "parked_keys": len(parked),
             "parked_messages": sum(p["messages"] for p in parked),
+            "stuck": len(stuck),
         },
     }
+
+
+def _as_overview(state: TopicState) -> Overview:
+    """``state`` as an ``Overview`` of its one topic: a ``TopicState`` is a ``TopicLag``
+    whose groups carry more fields."""
+    return {"generated_at_ms": state["generated_at_ms"], "topics": [cast(TopicLag, state)]}
 
 
 def _queue_row(q: QueueGroups, group: str, dead_letters: int) -> dict[str, Any]:

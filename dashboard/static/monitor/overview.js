@@ -10,6 +10,9 @@
 // The socket's snapshots carry the live state only; the JSON view adds "stats" (rates,
 // retries, dead letters, stuck queues over the last minute), re-read every few seconds
 // and rendered above each topic's table, with a grid of its queues coloured by lag.
+// The stats' stuck list (the server's one definition, which the group page shows too)
+// also marks the stuck queues and groups, and "owners_not_live" the lock holders that
+// stopped heartbeating: both are kept until the next stats, since socket snapshots lack them.
 //
 // The socket itself (reconnects, seq gaps, staleness, the status indicator) is
 // live_socket.js's; this file renders.
@@ -43,12 +46,35 @@
 
   let newestMs = 0;
   let painted = false;
+  // From the latest stats: "topic|group|queue" -> stuck reasons, "topic|group" -> count,
+  // and the lock holders that are no longer live.
+  let stuckQueues = new Map();
+  let stuckGroups = new Map();
+  let notLive = new Set();
+
+  function keepStats(stats) {
+    stuckQueues = new Map();
+    stuckGroups = new Map();
+    for (const a of stats.stuck || []) {
+      const queueKey = a.topic + "|" + a.group + "|" + a.queue;
+      stuckQueues.set(queueKey, (stuckQueues.get(queueKey) || []).concat([a.reason]));
+      const groupKey = a.topic + "|" + a.group;
+      stuckGroups.set(groupKey, (stuckGroups.get(groupKey) || 0) + 1);
+    }
+    notLive = new Set(stats.owners_not_live || []);
+  }
+
+  function markStuck(node, reasons) {
+    node.classList.toggle("stuck", reasons.length > 0);
+    node.dataset.stuck = reasons.join(" ");
+  }
 
   function render(data) {
     if (!data || !Array.isArray(data.topics)) return;
     const generated = Number(data.generated_at_ms) || 0;
     if (generated < newestMs) return;
     newestMs = generated;
+    if (data.stats) keepStats(data.stats);
     const sections = new Map();
     for (const section of topicsEl.querySelectorAll(":scope > section.topic")) {
       sections.set(section.dataset.topic, section);
@@ -115,6 +141,7 @@
         let row = rows.get(key);
         if (row) rows.delete(key); else row = createRow(topic.name, q.queue, g);
         renderRow(row, q, g);
+        markStuck(row, g ? stuckQueues.get(topic.name + "|" + g.group + "|" + q.queue) || [] : []);
         placeAt(tbody, row, index++);
       }
     }
@@ -128,11 +155,14 @@
       for (const q of topic.queues) {
         for (const g of q.groups) if (g.group === group) lag += g.lag;
       }
-      const item = el("li", "group-total lag-" + lagLevel(lag, 0));
+      const stuck = stuckGroups.get(topic.name + "|" + group) || 0;
+      const item = el("li", "group-total lag-" + lagLevel(lag, 0) + (stuck ? " has-stuck" : ""));
       item.dataset.group = group;
       item.dataset.lag = String(lag);
+      item.dataset.stuck = String(stuck);
       item.append(link("name", group, urlFor(groupUrl, topic.name, "GROUP", group)),
         el("span", "value", "lag " + numberFormat.format(lag)));
+      if (stuck) item.append(el("span", "value bad", stuck + " stuck"));
       list.append(item);
     }
   }
@@ -167,13 +197,19 @@
     if (!g) return;
     const owner = row.querySelector(".owner");
     const holder = g.owner || "";
-    if (owner.dataset.owner !== holder || owner.textContent === "") {
+    const dead = holder !== "" && notLive.has(holder);
+    if (owner.dataset.owner !== holder || owner.textContent === "" ||
+        owner.dataset.notLive !== String(dead)) {
       const isNew = owner.dataset.owner === undefined;
       owner.dataset.owner = holder;
+      owner.dataset.notLive = String(dead);
       owner.textContent = holder || "—";
-      owner.title = holder ? "lock expires in " + Math.round((g.lock_expires_in_ms || 0) / 1000)
-        + " s" : "no consumer holds this queue";
-      owner.classList.toggle("unowned", !holder);
+      if (dead) owner.append(" ", el("span", "hint", "no live consumer"));
+      const expires = Math.round((g.lock_expires_in_ms || 0) / 1000);
+      owner.title = !holder ? "no consumer holds this queue"
+        : dead ? holder + " sends no heartbeat any more; its lock expires in " + expires + " s"
+        : "lock expires in " + expires + " s";
+      owner.classList.toggle("unowned", !holder || dead);
       if (painted && !isNew) flash(owner);
     }
     setNumber(row.querySelector(".token"), g.token, String(g.token));
@@ -210,8 +246,13 @@
         cell.dataset.queue = String(q.queue);
         cell.dataset.lagLevel = level;
         cell.dataset.lag = String(g.lag);
+        const reasons = stuckQueues.get(topic.name + "|" + group + "|" + q.queue) || [];
+        markStuck(cell, reasons);
+        const holder = g.owner ? g.owner + (notLive.has(g.owner) ? " (no live consumer)" : "")
+          : "nobody";
         cell.title = "queue " + q.queue + ": lag " + numberFormat.format(g.lag) + ", " +
-          formatSeconds(g.time_lag_s) + " behind; held by " + (g.owner || "nobody");
+          formatSeconds(g.time_lag_s) + " behind; held by " + holder +
+          (reasons.length ? "; stuck: " + reasons.join(", ").replace(/_/g, " ") : "");
         row.append(cell);
       }
       grid.append(row);
@@ -262,7 +303,8 @@
       item.dataset.queue = String(a.queue);
       item.dataset.reason = a.reason;
       item.append(link("", a.topic + " / " + a.group, urlFor(queueUrl, a.topic, "QUEUE", a.queue)),
-        document.createTextNode(" — " + a.why));
+        document.createTextNode(" — "), el("span", "badge state-" + a.reason, a.reason.replace(/_/g, " ")),
+        document.createTextNode(" " + a.why));
       list.append(item);
     }
     alertsEl.dataset.count = String(stuck.length);

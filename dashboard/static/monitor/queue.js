@@ -123,7 +123,10 @@
     for (const g of state.groups || []) {
       const row = document.querySelector('#queue-groups tr.queue-group[data-group="' + CSS.escape(g.group) + '"]');
       if (!row) continue;
-      row.querySelector(".owner").textContent = g.owner || "—";
+      const owner = row.querySelector(".owner");
+      owner.textContent = g.owner || "—";
+      // A lock whose owner stopped heartbeating (killed, frozen) is held by nobody alive.
+      if (g.state === "no_live_consumer") owner.append(" ", el("span", "hint", "not live"));
       row.querySelector(".token").textContent = String(g.token);
       row.querySelector(".lock-age").textContent = g.lock_age_ms === null ? "—" : seconds(g.lock_age_ms / 1000);
       row.querySelector(".expires").textContent = g.lock_expires_in_ms === null ? "—" : seconds(g.lock_expires_in_ms / 1000);
@@ -131,7 +134,8 @@
       setNumber(row.querySelector(".max-offset"), state.max_offset);
       setNumber(row.querySelector(".lag"), g.lag);
       row.querySelector(".time-lag").textContent = seconds(g.time_lag_s);
-      const badge = el("span", "badge state-" + g.state, g.state);
+      const badge = el("span", "badge state-" + g.state, words(g.state));
+      badge.dataset.state = g.state;
       row.querySelector(".state").replaceChildren(badge);
       row.querySelector(".retries").textContent = String(g.retries);
       // Only the JSON view counts dead letters; the socket's snapshots leave them as they are.
@@ -143,6 +147,11 @@
       error.title = g.last_error || "";
     }
     updatedEl.textContent = "updated " + clock(state.generated_at_ms) + " UTC";
+  }
+
+  // "no_live_consumer" -> "no live consumer", as the server-rendered page says it.
+  function words(name) {
+    return String(name || "").replace(/_/g, " ");
   }
 
   function setNumber(cell, value) {

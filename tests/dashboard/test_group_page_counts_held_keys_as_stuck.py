@@ -1,0 +1,80 @@
+"""A key held behind its dead letter (key ordering, ``after_dlq = hold``) waits for an
+operator: the overview and the group page count it as the same stuck queue, reason
+``held_key``, so a group the overview flags never reads "0 stuck" on its own page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redis
+from django.contrib.auth.models import User
+from django.test import Client
+
+from tests.dashboard.helpers import produce, wait_until
+from tests.dashboard.scenarios import FailOn, consuming
+from workers import create_topic
+from workers.config import AfterDlq, Ordering
+
+pytestmark = pytest.mark.django_db
+
+
+def _get(client: Client, url: str) -> dict[str, Any]:
+    response = client.get(url)
+    assert response.status_code == 200, response.content
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def _stats(client: Client) -> dict[str, Any]:
+    stats: dict[str, Any] = _get(client, "/api/v1/overview")["stats"]
+    return stats
+
+
+def _entries(stuck: list[dict[str, Any]]) -> list[tuple[str, int, str, str]]:
+    return sorted((a["group"], a["queue"], a["reason"], a.get("key", "")) for a in stuck)
+
+
+def test_it_counts_a_held_key_as_stuck_on_the_overview_and_the_group_page_alike(
+    client: Client, viewer: User, redis_client: redis.Redis, redis_url: str
+) -> None:
+    create_topic(redis_client, "orders", 2)
+    poison, *parked = produce(redis_url, "orders", ["order-poison"] * 3 + ["order-ok"])[:3]
+    client.force_login(viewer)
+
+    with consuming(
+        redis_url,
+        "orders",
+        "mailer",
+        FailOn("order-poison", error="card declined"),
+        ordering=Ordering.KEY,
+        after_dlq=AfterDlq.HOLD,
+        max_reconsume_times=0,
+        retry_initial_ms=20,
+        retry_max_ms=40,
+    ):
+        stats = wait_until(
+            lambda: _stats(client),
+            lambda s: any(a["reason"] == "held_key" for a in s["stuck"]),
+        )
+        group = _get(client, "/api/v1/topics/orders/groups/mailer")
+        page = client.get("/topics/orders/groups/mailer").content.decode()
+
+    (overview_group,) = stats["topics"][0]["groups"]
+    assert overview_group["stuck"] >= 1
+    assert group["totals"]["stuck"] == overview_group["stuck"] == len(group["stuck"])
+    assert _entries(group["stuck"]) == _entries(stats["stuck"])
+    (held,) = [a for a in group["stuck"] if a["reason"] == "held_key"]
+    assert (held["queue"], held["key"], held["held_keys"], held["parked"]) == (
+        poison.queue,
+        "order-poison",
+        1,
+        len(parked),
+    )
+    assert held["why"].startswith(
+        f"queue {poison.queue}: 1 key held behind its dead letter (order-poison), "
+        f"{len(parked)} messages parked, for "
+    )
+    assert f'id="group-stuck-count" data-value="{overview_group["stuck"]}"' in page
+    assert f'<tr class="stuck-queue" data-queue="{poison.queue}" data-reason="held_key">' in page
+    assert ">held key</span>" in page
