@@ -14,6 +14,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from dashboard.alerts.routing import websocket_urlpatterns as alert_sockets  # noqa: E402
 from dashboard.deadletters.routing import websocket_urlpatterns as dead_letter_sockets  # noqa: E402
 from dashboard.monitor.routing import websocket_urlpatterns  # noqa: E402
 
@@ -21,7 +22,9 @@ application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns + dead_letter_sockets))
+            AuthMiddlewareStack(
+                URLRouter(websocket_urlpatterns + dead_letter_sockets + alert_sockets)
+            )
         ),
     }
 )

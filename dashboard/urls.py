@@ -13,4 +13,5 @@ urlpatterns = [
     path("", include("dashboard.reports.urls")),
     path("", include("dashboard.deadletters.urls")),
     path("", include("dashboard.deadletters.page_urls")),
+    path("", include("dashboard.alerts.urls")),
 ]

@@ -1,0 +1,134 @@
+"""The rules page: every rule with its description and default thresholds (from the
+settings), the overrides per topic and/or group (``RuleSetting``) with the values they
+take effect with, and the operators' add, edit and delete of an override.
+
+A blank parameter in the form is not overridden (it comes from a less specific row or
+the settings); a given one must pass the rule's ``Param.parse`` and is stored as a
+number.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.utils import timezone
+
+from dashboard.alerts.models import RuleSetting
+from dashboard.alerts.rules import RULES, Rule
+from dashboard.alerts.thresholds import Thresholds
+from dashboard.alerts.web import (
+    CHANGE_RULES,
+    VIEW_RULES,
+    action,
+    choice,
+    flag,
+    has_perm,
+    page,
+    require,
+    row_id,
+    text,
+)
+from dashboard.monitor.views.common import BadParameter, NotFound
+
+DELETE_RULES = "alerts.delete_rulesetting"
+
+
+def override_row(setting: RuleSetting, rule: Rule, thresholds: Thresholds) -> dict[str, Any]:
+    """One override: its own values (``None`` where it inherits) next to the values that
+    take effect for its topic and group."""
+    effective = thresholds(setting.rule, setting.topic, setting.group)
+    own = setting.params or {}
+    return {
+        "setting": setting,
+        "params": [
+            {
+                "param": p,
+                "own": own.get(p.name),
+                "effective": effective.get(p.name) if effective is not None else None,
+            }
+            for p in rule.params
+        ],
+    }
+
+
+@page("alerts/rules.html", VIEW_RULES)
+def rules_page(request: HttpRequest) -> dict[str, Any]:
+    thresholds = Thresholds.load()
+    settings_by_rule: dict[str, list[RuleSetting]] = {}
+    for setting in RuleSetting.objects.all():
+        settings_by_rule.setdefault(setting.rule, []).append(setting)
+    return {
+        "rules": [
+            {
+                "rule": rule,
+                "defaults": [(p, p.default()) for p in rule.params],
+                "overrides": [
+                    override_row(s, rule, thresholds) for s in settings_by_rule.get(name, [])
+                ],
+            }
+            for name, rule in sorted(RULES.items())
+        ],
+        "unknown": [
+            s for name, rows in settings_by_rule.items() if name not in RULES for s in rows
+        ],
+        "may_change": has_perm(request.user, CHANGE_RULES),
+        "may_delete": has_perm(request.user, DELETE_RULES),
+    }
+
+
+def parsed_params(rule: Rule, form: Any) -> dict[str, float]:
+    """The given parameters as numbers; ``BadParameter`` naming every bad one."""
+    values: dict[str, float] = {}
+    problems = []
+    for p in rule.params:
+        raw = text(form, f"param_{p.name}", max_length=40)
+        if not raw:
+            continue
+        try:
+            values[p.name] = p.parse(raw)
+        except ValueError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise BadParameter("; ".join(problems))
+    return values
+
+
+@action
+def save_rule_setting_view(request: HttpRequest) -> HttpResponse:
+    """Creates or replaces the override of (rule, topic, group)."""
+    require(request, CHANGE_RULES, "change rule thresholds")
+    form = request.POST
+    name = choice(form, "rule", RULES)
+    if not name:
+        raise BadParameter("choose a rule")
+    topic, group = text(form, "topic"), text(form, "group")
+    values = parsed_params(RULES[name], form)
+    with transaction.atomic():
+        setting, created = RuleSetting.objects.update_or_create(
+            rule=name,
+            topic=topic,
+            group=group,
+            defaults={
+                "enabled": flag(form, "enabled"),
+                "params": values,
+                "updated_by": request.user.get_username(),
+                "updated_at": timezone.now(),
+            },
+        )
+    messages.success(request, f"{'Added' if created else 'Saved'} the override {setting}.")
+    return redirect("alert-rules")
+
+
+@action
+def delete_rule_setting_view(request: HttpRequest, setting_id: str) -> HttpResponse:
+    require(request, DELETE_RULES, "delete rule overrides")
+    setting = RuleSetting.objects.filter(pk=row_id(setting_id, "override")).first()
+    if setting is None:
+        raise NotFound(f"no override #{setting_id}")
+    setting.delete()
+    messages.success(request, f"Deleted the override {setting}.")
+    return redirect("alert-rules")

@@ -1,0 +1,161 @@
+"""What the alert pages share: the login and permission rules, error answers as the
+error page, and reading form fields.
+
+A page (``page``) needs a session and the view permission it names; an action
+(``action``) is a POST with the CSRF token (checked by the middleware), the permission
+it names, then a redirect back (post/redirect/get). A missing permission is the 403 error
+page, bad input 400 and an unknown id 404: never a 500.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from functools import wraps
+from typing import Any, Concatenate, ParamSpec
+
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, PermissionsMixin
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_POST
+
+from dashboard.monitor.views.common import BadParameter, NotFound
+
+P = ParamSpec("P")
+Build = Callable[Concatenate[HttpRequest, P], dict[str, Any]]
+Action = Callable[Concatenate[HttpRequest, P], HttpResponse]
+
+VIEW_ALERT = "alerts.view_alert"
+ACKNOWLEDGE = "alerts.acknowledge_alert"
+VIEW_SILENCE = "alerts.view_silence"
+MANAGE_SILENCE = "alerts.manage_silence"
+VIEW_RULES = "alerts.view_rulesetting"
+CHANGE_RULES = "alerts.change_rulesetting"
+VIEW_CHANNELS = "alerts.view_channel"
+CHANGE_CHANNELS = "alerts.change_channel"
+
+# A datetime-local input sends minutes, or seconds when the browser shows them.
+LOCAL_FORMATS = ("%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S")
+
+
+def has_perm(user: AbstractBaseUser | AnonymousUser, permission: str) -> bool:
+    return isinstance(user, PermissionsMixin) and user.has_perm(permission)
+
+
+def require(request: HttpRequest, permission: str, doing: str) -> None:
+    """``PermissionDenied`` (the 403 page) unless the user holds ``permission``."""
+    if not has_perm(request.user, permission):
+        raise PermissionDenied(f"your role does not allow you to {doing}")
+
+
+def error_page(request: HttpRequest, status: int, message: str) -> HttpResponse:
+    titles = {400: "Bad request", 403: "Forbidden", 404: "Not found"}
+    context = {"title": titles.get(status, "Error"), "message": message}
+    return render(request, "monitor/error.html", context, status=status)
+
+
+def _answer(request: HttpRequest, exc: Exception) -> HttpResponse:
+    if isinstance(exc, PermissionDenied):
+        return error_page(request, 403, str(exc) or "permission denied")
+    if isinstance(exc, NotFound):
+        return error_page(request, 404, str(exc))
+    return error_page(request, 400, str(exc))
+
+
+def page(
+    template: str, permission: str
+) -> Callable[[Build[P]], Callable[Concatenate[HttpRequest, P], HttpResponse]]:
+    """A login-required page needing ``permission`` that renders the decorated builder's
+    data as ``data``."""
+
+    def decorate(build: Build[P]) -> Callable[Concatenate[HttpRequest, P], HttpResponse]:
+        @login_required
+        @wraps(build)
+        def view(request: HttpRequest, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
+            try:
+                require(request, permission, "see this page")
+                data = build(request, *args, **kwargs)
+            except (PermissionDenied, NotFound, BadParameter) as exc:
+                return _answer(request, exc)
+            return render(request, template, {"data": data})
+
+        return view
+
+    return decorate
+
+
+def action(view: Action[P]) -> Action[P]:
+    """A login-required POST (CSRF checked by the middleware) answering errors with the
+    error page; the view checks its permission first and redirects when done."""
+
+    @login_required
+    @require_POST
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except (PermissionDenied, NotFound, BadParameter) as exc:
+            return _answer(request, exc)
+
+    return wrapped
+
+
+# ---- form fields -------------------------------------------------------------------------
+
+
+def text(params: Mapping[str, str], name: str, max_length: int = 255) -> str:
+    value = (params.get(name) or "").strip()
+    if len(value) > max_length:
+        raise BadParameter(f"{name} is longer than {max_length} characters")
+    return value
+
+
+def choice(params: Mapping[str, str], name: str, allowed: Any, default: str = "") -> str:
+    value = text(params, name) or default
+    if value and value not in allowed:
+        raise BadParameter(f"{name} must be one of: {', '.join(sorted(allowed))}; got {value!r}")
+    return value
+
+
+def flag(params: Mapping[str, str], name: str) -> bool:
+    return (params.get(name) or "").strip().lower() in ("1", "on", "true", "yes")
+
+
+def utc_time(params: Mapping[str, str], name: str, label: str) -> datetime | None:
+    """A ``datetime-local`` field read as UTC; ``None`` when blank."""
+    raw = text(params, name, max_length=40)
+    if not raw:
+        return None
+    for fmt in LOCAL_FORMATS:
+        try:
+            return datetime.strptime(raw, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    try:
+        parsed = datetime.fromisoformat(raw)
+    except ValueError:
+        raise BadParameter(f"{label}: {raw!r} is not a date and time (YYYY-MM-DDTHH:MM)") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def minutes(params: Mapping[str, str], name: str, label: str) -> timedelta | None:
+    """A positive number of minutes; ``None`` when blank."""
+    raw = text(params, name, max_length=20)
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BadParameter(f"{label}: {raw!r} is not a number of minutes") from None
+    if not (0 < value <= 60 * 24 * 366):  # also refuses nan
+        raise BadParameter(f"{label}: must be more than 0 and at most a year")
+    return timedelta(minutes=value)
+
+
+def row_id(raw: str, what: str) -> int:
+    """An id from the URL or a form; ``NotFound`` when it cannot be one."""
+    if not raw.isdigit() or len(raw) > 18:
+        raise NotFound(f"no {what} {raw[:40]!r}")
+    return int(raw)
