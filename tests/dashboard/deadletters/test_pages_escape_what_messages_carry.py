@@ -50,7 +50,7 @@ def test_it_escapes_keys_bodies_headers_errors_and_tracebacks(
 
     for html in pages:
         assert EVIL not in html
-        assert all("alert" not in tag for tag in _scripts(html))
+        assert all("alert(" not in tag for tag in _scripts(html))
     listed, detail, text = pages
     assert f"order-{ESCAPED}" in listed and f"RuntimeError: {ESCAPED}" in listed
     assert f"Traceback: {ESCAPED}" in detail
