@@ -1,16 +1,11 @@
-"""Sentences an operator reads: durations and shortened error texts."""
+"""Sentences an operator reads: durations (as on the monitor pages) and shortened error
+texts."""
 
 from __future__ import annotations
 
+from dashboard.monitor.health import duration
 
-def duration(seconds: float) -> str:
-    """``42 s``, ``4 min 5 s``, ``2 h 13 min``."""
-    s = int(seconds)
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60} s"
-    return f"{s // 3600} h {s % 3600 // 60} min"
+__all__ = ["duration", "shorten"]
 
 
 def shorten(text: str, limit: int = 200) -> str:
