@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from importlib import import_module
+
 import pytest
 from django.contrib.auth.models import User
 
@@ -10,3 +12,15 @@ VIEWER_PASSWORD = "viewer-password-1"
 def viewer(django_user_model: type[User]) -> User:
     """A signed-up user without staff rights: may look at every page, change nothing."""
     return django_user_model.objects.create_user("viewer", password=VIEWER_PASSWORD)
+
+
+@pytest.fixture
+def roles(transactional_db: None) -> None:
+    """The role groups and their permissions, made again as the data migrations make them:
+    the flush after every transactional test removes them (``serialized_rollback`` cannot
+    restore them once another transactional test ran: the flush's re-created content
+    types collide with the serialized ones)."""
+    from django.apps import apps
+
+    import_module("dashboard.deadletters.migrations.0002_roles").create_roles(apps, None)
+    import_module("dashboard.alerts.migrations.0002_roles").grant(apps, None)

@@ -20,9 +20,9 @@ from dashboard.deadletters.plans import Selection
 from dashboard.deadletters.sync import sync_all
 from tests.dashboard.deadletters.action_helpers import GROUP, celery_broker, fill, queued_tasks
 
-# Transactional (the consumer reads from another thread); serialized_rollback restores
-# the roles (data migration 0002) that the flush after each such test removes.
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+# Transactional (the consumer reads from another thread); ``roles`` makes again the role
+# groups that the flush after each such test removes.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("roles")]
 
 ORIGIN = (b"origin", b"http://127.0.0.1")
 REQUEST_ID = "socket-test-1"
