@@ -128,17 +128,23 @@ def _open(finding: Finding, now: datetime) -> Alert | None:
 
 
 def _refresh(alert: Alert, finding: Finding, now: datetime) -> bool:
-    """Follow the live state; True when what the alert says changed."""
-    said = (alert.summary, alert.offset, alert.severity, alert.details)
+    """Follow the live state; True when what the alert says changed (durations, which
+    change every tick, only count at the ``SEEN_EVERY`` rewrite)."""
+    said = (alert.offset, alert.severity, _lasting(alert.details))
     alert.summary = finding.summary
     alert.offset = finding.offset
     alert.severity = finding.severity
     alert.details = dict(finding.details)
-    changed = said != (alert.summary, alert.offset, alert.severity, alert.details)
+    changed = said != (alert.offset, alert.severity, _lasting(alert.details))
     if changed or now - alert.last_seen_at >= SEEN_EVERY:
         alert.last_seen_at = now
         alert.save(update_fields=["summary", "offset", "severity", "details", "last_seen_at"])
     return changed
+
+
+def _lasting(details: dict[str, object]) -> dict[str, object]:
+    """``details`` without durations (``*_s``)."""
+    return {k: v for k, v in details.items() if not k.endswith("_s")}
 
 
 def resolve(alert: Alert, now: datetime) -> None:
