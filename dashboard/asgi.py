@@ -13,17 +13,22 @@ django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.urls import re_path  # noqa: E402
 
 from dashboard.alerts.routing import websocket_urlpatterns as alert_sockets  # noqa: E402
+from dashboard.deadletters.consumers import NotFoundConsumer  # noqa: E402
 from dashboard.deadletters.routing import websocket_urlpatterns as dead_letter_sockets  # noqa: E402
 from dashboard.monitor.routing import websocket_urlpatterns  # noqa: E402
+
+# Any other path: closed with 4404 (4401 when anonymous) rather than an error.
+unknown = [re_path(r"", NotFoundConsumer.as_asgi())]
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(
-                URLRouter(websocket_urlpatterns + dead_letter_sockets + alert_sockets)
+                URLRouter(websocket_urlpatterns + dead_letter_sockets + alert_sockets + unknown)
             )
         ),
     }

@@ -55,7 +55,8 @@ class RequestProgressConsumer(AsyncJsonWebsocketConsumer):
 
 
 class NotFoundConsumer(AsyncJsonWebsocketConsumer):
-    """Any other path under ``/ws/dead-letters/``: closed with 4404 (4401 when anonymous)."""
+    """Any other socket path (under ``/ws/dead-letters/``, and the catch-all route of
+    ``dashboard.asgi``): closed with 4404 (4401 when anonymous)."""
 
     async def connect(self) -> None:
         user = self.scope.get("user")

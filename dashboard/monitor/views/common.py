@@ -77,6 +77,9 @@ def _error(request: HttpRequest, status: int, title: str, message: str) -> HttpR
 # ---- parameters ------------------------------------------------------------------------
 
 
+MAX_INT = 2**63 - 1
+
+
 def int_param(
     value: str | None,
     name: str,
@@ -85,7 +88,10 @@ def int_param(
     minimum: int = 0,
     maximum: int | None = None,
 ) -> int | None:
-    """``value`` as an int within bounds; ``default`` when absent or empty."""
+    """``value`` as an int within bounds; ``default`` when absent or empty. No value is
+    above ``MAX_INT`` (Redis integers and stream IDs stop there: a larger one would reach
+    Redis as an invalid argument)."""
+    maximum = MAX_INT if maximum is None else min(maximum, MAX_INT)
     if value is None or value.strip() == "":
         return default
     try:
