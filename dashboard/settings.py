@@ -29,6 +29,16 @@ ALLOWED_HOSTS = [
     if h.strip()
 ]
 
+# Behind HTTPS (production): switch these on; `manage.py check --deploy` then has no
+# W004 (HSTS), W008 (SSL redirect), W012 (session cookie) or W016 (CSRF cookie) warning.
+SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
+SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+if env_bool("DJANGO_BEHIND_PROXY", False):
+    # The reverse proxy terminates TLS and says so in this header.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
 INSTALLED_APPS = [
     "daphne",
     "django.contrib.admin",
