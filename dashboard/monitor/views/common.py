@@ -91,7 +91,6 @@ def int_param(
     """``value`` as an int within bounds; ``default`` when absent or empty. No value is
     above ``MAX_INT`` (Redis integers and stream IDs stop there: a larger one would reach
     Redis as an invalid argument)."""
-    maximum = MAX_INT if maximum is None else min(maximum, MAX_INT)
     if value is None or value.strip() == "":
         return default
     try:
@@ -101,6 +100,8 @@ def int_param(
     if number < minimum or (maximum is not None and number > maximum):
         bounds = f"{minimum}..{maximum}" if maximum is not None else f">= {minimum}"
         raise BadParameter(f"{name} must be {bounds}, got {number}")
+    if number > MAX_INT:
+        raise BadParameter(f"{name} must be at most {MAX_INT}, got {number}")
     return number
 
 
