@@ -7,16 +7,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.deadletters.roles import ADMIN, grant_role
-
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def admin_user(django_user_model: type[User]) -> User:
-    user = django_user_model.objects.create_user("boss", password="boss-password-1")
-    grant_role(user, ADMIN)
-    return user
 
 
 @pytest.mark.parametrize(

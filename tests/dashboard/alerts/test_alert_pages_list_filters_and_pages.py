@@ -13,16 +13,8 @@ from django.utils import timezone
 
 from dashboard.alerts import pages
 from dashboard.alerts.models import Alert
-from dashboard.deadletters.roles import VIEWER, grant_role
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def viewer(django_user_model: type[User]) -> User:
-    user = django_user_model.objects.create_user("viewer", password="viewer-password-1")
-    grant_role(user, VIEWER)
-    return user
 
 
 def alert(n: int, **fields: Any) -> Alert:

@@ -15,28 +15,11 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from dashboard.alerts.models import Channel, Delivery
-from dashboard.deadletters.roles import ADMIN, OPERATOR, grant_role
 from tests.support import free_port
 
 pytestmark = pytest.mark.django_db
 
 SECRET = "s3cret-do-not-show"
-
-
-def _user(model: type[User], name: str, role: str) -> User:
-    user = model.objects.create_user(name, password=f"{name}-password-1")
-    grant_role(user, role)
-    return user
-
-
-@pytest.fixture
-def admin_user(django_user_model: type[User]) -> User:
-    return _user(django_user_model, "boss", ADMIN)
-
-
-@pytest.fixture
-def operator(django_user_model: type[User]) -> User:
-    return _user(django_user_model, "operator", OPERATOR)
 
 
 class Receiver:

@@ -11,28 +11,11 @@ from django.test import Client
 
 from dashboard.alerts.models import RuleSetting
 from dashboard.alerts.rules import RULES
-from dashboard.deadletters.roles import OPERATOR, VIEWER, grant_role
 
 pytestmark = pytest.mark.django_db
 
 RULE = next(r for r in RULES.values() if r.params)
 PARAM = RULE.params[0]
-
-
-def _user(model: type[User], name: str, role: str) -> User:
-    user = model.objects.create_user(name, password=f"{name}-password-1")
-    grant_role(user, role)
-    return user
-
-
-@pytest.fixture
-def operator(django_user_model: type[User]) -> User:
-    return _user(django_user_model, "operator", OPERATOR)
-
-
-@pytest.fixture
-def viewer(django_user_model: type[User]) -> User:
-    return _user(django_user_model, "viewer", VIEWER)
 
 
 def test_it_lists_every_rule_with_its_description_and_defaults(

@@ -13,16 +13,8 @@ from django.utils import timezone
 
 from dashboard.alerts.models import Alert, AlertEvent, Channel, Delivery
 from dashboard.alerts.rules import RULES
-from dashboard.deadletters.roles import VIEWER, grant_role
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def viewer(django_user_model: type[User]) -> User:
-    user = django_user_model.objects.create_user("viewer", password="viewer-password-1")
-    grant_role(user, VIEWER)
-    return user
 
 
 @pytest.fixture

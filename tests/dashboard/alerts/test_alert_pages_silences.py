@@ -12,25 +12,8 @@ from django.test import Client
 from django.utils import timezone
 
 from dashboard.alerts.models import Silence
-from dashboard.deadletters.roles import OPERATOR, VIEWER, grant_role
 
 pytestmark = pytest.mark.django_db
-
-
-def _user(model: type[User], name: str, role: str) -> User:
-    user = model.objects.create_user(name, password=f"{name}-password-1")
-    grant_role(user, role)
-    return user
-
-
-@pytest.fixture
-def operator(django_user_model: type[User]) -> User:
-    return _user(django_user_model, "operator", OPERATOR)
-
-
-@pytest.fixture
-def viewer(django_user_model: type[User]) -> User:
-    return _user(django_user_model, "viewer", VIEWER)
 
 
 def test_an_operator_silences_a_topic_and_rule_for_some_minutes(
