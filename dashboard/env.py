@@ -33,3 +33,40 @@ def env_float(name: str, default: float, minimum: float | None = None) -> float:
 
 def env_bool(name: str, default: bool) -> bool:
     return _loud(runtime_env.env_bool, name, default)
+
+
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (case-insensitive, surrounding blanks ignored); anything else
+    raises ``ImproperlyConfigured`` naming the allowed values."""
+    value = env_str(name, default).strip().lower() or default
+    if value not in choices:
+        allowed = ", ".join(choices)
+        raise ImproperlyConfigured(f"{name} must be one of {allowed}, got {value!r}")
+    return value
+
+
+def weak_secret_key(key: str, development_key: str) -> str:
+    """Why ``key`` is unfit for production ("" when it is fit): missing, the built-in
+    development key, or weak by the rules of Django's ``security.W009`` check."""
+    # Django's own thresholds, so a key accepted here never makes check --deploy warn.
+    from django.core.checks.security.base import (
+        SECRET_KEY_INSECURE_PREFIX,
+        SECRET_KEY_MIN_LENGTH,
+        SECRET_KEY_MIN_UNIQUE_CHARACTERS,
+    )
+
+    if not key:
+        return "must be set with LOCKSTEP_ENV=production"
+    if key == development_key:
+        return "must not be the built-in development key with LOCKSTEP_ENV=production"
+    if (
+        len(key) < SECRET_KEY_MIN_LENGTH
+        or len(set(key)) < SECRET_KEY_MIN_UNIQUE_CHARACTERS
+        or key.startswith(SECRET_KEY_INSECURE_PREFIX)
+    ):
+        return (
+            f"is too weak for LOCKSTEP_ENV=production: use at least {SECRET_KEY_MIN_LENGTH} "
+            f"random characters (e.g. python -c 'import secrets; "
+            f"print(secrets.token_urlsafe(50))')"
+        )
+    return ""

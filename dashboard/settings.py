@@ -1,12 +1,13 @@
 """Django settings. Every value comes from the environment (see ``.env.example``)."""
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
-from dashboard.env import env_bool, env_float, env_int, env_str
+from dashboard.env import env_bool, env_choice, env_float, env_int, env_str, weak_secret_key
 from workers.config import subscriptions_from_json
 from workers.errors import ConfigurationError
 
@@ -17,27 +18,52 @@ _dotenv = BASE_DIR / ".env"
 if _dotenv.exists():
     environ.Env.read_env(str(_dotenv))
 
+# One switch for a production deployment (see the README's "Deploying behind TLS"): the
+# secret key must come from the environment and be strong, debug stays off, and the HTTPS
+# settings below default to on (each DJANGO_SECURE_* variable still overrides).
+LOCKSTEP_ENV = env_choice("LOCKSTEP_ENV", "development", ("development", "production"))
+PRODUCTION = LOCKSTEP_ENV == "production"
+
 DEBUG = env_bool("DJANGO_DEBUG", False)
+if PRODUCTION and DEBUG:
+    raise ImproperlyConfigured("DJANGO_DEBUG=true is refused with LOCKSTEP_ENV=production")
+DEVELOPMENT_SECRET_KEY = "lockstep-insecure-development-key-change-me"
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", "")
-if not SECRET_KEY:
-    if not DEBUG and env_bool("LOCKSTEP_REQUIRE_SECRET_KEY", False):
-        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set")
-    SECRET_KEY = "lockstep-insecure-development-key-change-me"
+# LOCKSTEP_REQUIRE_SECRET_KEY is the older, narrower switch; production implies it.
+if PRODUCTION or (not DEBUG and env_bool("LOCKSTEP_REQUIRE_SECRET_KEY", False)):
+    secret_key_problem = weak_secret_key(SECRET_KEY, DEVELOPMENT_SECRET_KEY)
+    if secret_key_problem:
+        raise ImproperlyConfigured(f"DJANGO_SECRET_KEY {secret_key_problem}")
+SECRET_KEY = SECRET_KEY or DEVELOPMENT_SECRET_KEY
 ALLOWED_HOSTS = [
     h.strip()
     for h in env_str("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
     if h.strip()
 ]
+# Origins allowed to POST forms, e.g. https://lockstep.example.com; needed only when the
+# proxy's public scheme, host or port differs from what Django sees in Host.
+CSRF_TRUSTED_ORIGINS = [
+    o.strip() for o in env_str("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
+]
 
-# Behind HTTPS (production): switch these on; `manage.py check --deploy` then has no
-# W004 (HSTS), W008 (SSL redirect), W012 (session cookie) or W016 (CSRF cookie) warning.
-SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 0, minimum=0)
-SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
-SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
+# Behind HTTPS: on by default in production; `manage.py check --deploy` then has no
+# W004/W005 (HSTS), W008 (SSL redirect), W012 (session cookie) or W016 (CSRF cookie)
+# warning. A year of HSTS is what the check asks for.
+SECURE_HSTS_SECONDS = env_int(
+    "DJANGO_SECURE_HSTS_SECONDS", 31_536_000 if PRODUCTION else 0, minimum=0
+)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", PRODUCTION)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", PRODUCTION)
+SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", PRODUCTION)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 if env_bool("DJANGO_BEHIND_PROXY", False):
     # The reverse proxy terminates TLS and says so in this header.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# W021 asks for HSTS preloading, which only the owner of the registrable domain can ask
+# for, affects every other site under it and takes months to undo: an opt-in
+# (DJANGO_SECURE_HSTS_PRELOAD), not something a dashboard turns on by default.
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 
 INSTALLED_APPS = [
     "daphne",
@@ -47,6 +73,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",
     "channels",
     "django_celery_beat",
     "dashboard.monitor",
@@ -63,6 +90,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a refused login into the lockout answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"
@@ -106,6 +135,24 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# Login throttling (django-axes): after LOCKSTEP_LOGIN_FAILURE_LIMIT failed logins for one
+# username from one address, logging in as it from there is refused, even with the right
+# password, for LOCKSTEP_LOGIN_COOLOFF_MINUTES. Five tries forgive typos; fifteen minutes
+# make guessing a password hopeless (at most 480 guesses a day per address) without
+# locking a colleague out for the day. Keyed on the pair, so one address guessing cannot
+# lock everybody out (behind a proxy all users share its address: run daphne with
+# --proxy-headers so the client's address is seen).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses before a password is checked
+    "django.contrib.auth.backends.ModelBackend",
+]
+LOCKSTEP_LOGIN_FAILURE_LIMIT = env_int("LOCKSTEP_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+LOCKSTEP_LOGIN_COOLOFF_MINUTES = env_int("LOCKSTEP_LOGIN_COOLOFF_MINUTES", 15, minimum=1)
+AXES_FAILURE_LIMIT = LOCKSTEP_LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=LOCKSTEP_LOGIN_COOLOFF_MINUTES)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True  # a successful login forgives the earlier typos
+AXES_LOCKOUT_CALLABLE = "dashboard.lockout.locked_out"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"
@@ -200,6 +247,10 @@ LOCKSTEP_PUSH_INTERVAL = env_float("LOCKSTEP_PUSH_INTERVAL", 0.5, minimum=0.05)
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
 # Relative paths are taken from the project folder, wherever the process starts.
 LOCKSTEP_ANALYTICS_DIR = BASE_DIR / env_str("LOCKSTEP_ANALYTICS_DIR", "var/analytics")
+
+# /metrics answers only requests with "Authorization: Bearer <this>" when set; in
+# production it is required (without it /metrics answers 403 and says so).
+LOCKSTEP_METRICS_TOKEN = env_str("LOCKSTEP_METRICS_TOKEN", "").strip()
 
 # ---- alerts (docs/alerts.md) -------------------------------------------------------------
 # How often the rules run over the live state; an alert is raised within about two ticks

@@ -8,7 +8,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("metrics", metrics_view, name="metrics"),  # Prometheus; no login (see metrics.py)
+    path("metrics", metrics_view, name="metrics"),  # Prometheus: bearer token (see metrics.py)
     path("", include("dashboard.monitor.urls")),
     path("", include("dashboard.reports.urls")),
     path("", include("dashboard.deadletters.urls")),

@@ -1,8 +1,10 @@
 """``GET /metrics``: the Prometheus text exposition format, rendered by ``prometheus_client``.
 
-No login: scrapers do not carry sessions, and this is the convention for ``/metrics``;
-it exposes topic, group, queue and rule names and numbers, nothing from message bodies.
-Put it behind the reverse proxy's access rules if those names are sensitive.
+No login (scrapers do not carry sessions) but a bearer token: with
+``LOCKSTEP_METRICS_TOKEN`` set, only ``Authorization: Bearer <token>`` is answered (401
+otherwise, compared in constant time); with ``LOCKSTEP_ENV=production`` and no token the
+answer is 403 saying to set one, so a production deployment never publishes its topic,
+group and queue names by accident. In development without a token it is open, as before.
 
 Each scrape makes one live read (``read_state``): the lag of every topic
 (``workers.inspect.overview``, a few pipelined Redis round trips), the consumers' cards,
@@ -21,6 +23,7 @@ built on them are described in ``deploy/prometheus/README.md``.
 
 from __future__ import annotations
 
+import hmac
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
+from django.conf import settings
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
@@ -327,13 +331,38 @@ def render_metrics(client: redis.Redis) -> bytes:
     return generate_latest(registry)
 
 
+def refuse_scrape(request: HttpRequest) -> HttpResponse | None:
+    """The answer to a scrape without the right token, or None when it may proceed."""
+    token: str = settings.LOCKSTEP_METRICS_TOKEN
+    if not token:
+        if settings.PRODUCTION:
+            return _text(
+                "/metrics is disabled: set LOCKSTEP_METRICS_TOKEN and scrape with "
+                "Authorization: Bearer <token>\n",
+                403,
+            )
+        return None
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    # Constant time: the answer's timing must not tell how much of a guess was right.
+    if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode()):
+        return None
+    response = _text("a valid bearer token is required\n", 401)
+    response["WWW-Authenticate"] = 'Bearer realm="lockstep-metrics"'
+    return response
+
+
+def _text(body: str, status: int) -> HttpResponse:
+    return HttpResponse(body, status=status, content_type="text/plain; charset=utf-8")
+
+
 @require_GET
 def metrics_view(request: HttpRequest) -> HttpResponse:
+    refused = refuse_scrape(request)
+    if refused is not None:
+        return refused
     try:
         body = render_metrics(get_redis())
     except redis.RedisError as exc:
         log.warning("/metrics: Redis unreachable: %s", exc)
-        return HttpResponse(
-            "Redis unreachable: no metrics\n", status=503, content_type="text/plain; charset=utf-8"
-        )
+        return _text("Redis unreachable: no metrics\n", 503)
     return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)

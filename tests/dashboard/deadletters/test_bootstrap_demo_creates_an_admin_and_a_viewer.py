@@ -9,6 +9,8 @@ import pytest
 from django.contrib.auth import authenticate
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.http import HttpRequest
+from django.test import RequestFactory
 
 from dashboard.deadletters.roles import REPLAY, VIEW_BODY
 
@@ -25,6 +27,11 @@ def _bootstrap(monkeypatch: pytest.MonkeyPatch, **env: str) -> str:
     return out.getvalue()
 
 
+def _login_request() -> HttpRequest:
+    """A login form's request: the throttling backend (django-axes) needs one."""
+    return RequestFactory().post("/login/")
+
+
 def test_it_creates_an_admin_and_a_viewer_and_prints_their_logins(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -34,7 +41,10 @@ def test_it_creates_an_admin_and_a_viewer_and_prints_their_logins(
     viewer = User.objects.get(username="viewer")
     assert "Demo login: admin / " in printed
     assert "Demo viewer: viewer / look-but-do-not-touch" in printed
-    assert authenticate(username="viewer", password="look-but-do-not-touch") == viewer
+    assert (
+        authenticate(_login_request(), username="viewer", password="look-but-do-not-touch")
+        == viewer
+    )
     assert [g.name for g in admin.groups.all()] == ["admin"]
     assert [g.name for g in viewer.groups.all()] == ["viewer"]
     assert admin.is_superuser and admin.is_staff
@@ -47,5 +57,7 @@ def test_it_resets_the_passwords_when_run_again(monkeypatch: pytest.MonkeyPatch)
     printed = _bootstrap(monkeypatch, DEMO_VIEWER_PASSWORD="second-password-2")
 
     assert User.objects.filter(username="viewer").count() == 1
-    assert authenticate(username="viewer", password="second-password-2") is not None
+    assert (
+        authenticate(_login_request(), username="viewer", password="second-password-2") is not None
+    )
     assert "second-password-2" in printed
