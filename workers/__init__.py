@@ -13,6 +13,7 @@ from workers.errors import (
     HandlerImportError,
     InvalidMessageError,
     LockstepError,
+    SendError,
     UnknownTopicError,
 )
 from workers.message import ConsumeContext, ConsumeStatus, Message
@@ -32,6 +33,7 @@ __all__ = [
     "Model",
     "Producer",
     "QueueRef",
+    "SendError",
     "SendResult",
     "Subscription",
     "Timings",

@@ -123,6 +123,12 @@ class Limits:
     # Bounds Redis memory while the ingester is down; a longer outage is recorded as
     # events_lost by the ingester.
     events_maxlen: int = 1_000_000
+    # A key is part of Redis key names (parked sets), of every dead letter and event, and
+    # a lane's identity: 1 KiB holds any id or composite key while bounding all of them.
+    max_key_bytes: int = 1024
+    # A producer's retry comes within seconds or minutes; a day covers a retry after an
+    # outage or a redeploy, and bounds the records (one small string per keyed send).
+    idempotency_ttl_s: int = 86_400
 
     @classmethod
     def from_env(cls) -> Limits:
@@ -131,6 +137,10 @@ class Limits:
             max_body_bytes=env_int("LOCKSTEP_MAX_BODY_BYTES", d.max_body_bytes, minimum=1),
             stream_maxlen=env_int("LOCKSTEP_STREAM_MAXLEN", d.stream_maxlen, minimum=0),
             events_maxlen=env_int("LOCKSTEP_EVENTS_MAXLEN", d.events_maxlen, minimum=1000),
+            max_key_bytes=env_int("LOCKSTEP_MAX_KEY_BYTES", d.max_key_bytes, minimum=1),
+            idempotency_ttl_s=env_int(
+                "LOCKSTEP_IDEMPOTENCY_TTL_SECONDS", d.idempotency_ttl_s, minimum=1
+            ),
         )
 
 

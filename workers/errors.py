@@ -1,5 +1,7 @@
 """Errors raised by the Lockstep runtime. Each carries a message an operator can act on."""
 
+from __future__ import annotations
+
 
 class LockstepError(Exception):
     """Base class of every error the runtime raises on purpose."""
@@ -19,3 +21,26 @@ class InvalidMessageError(LockstepError):
 
 class HandlerImportError(ConfigurationError):
     """A handler's dotted path does not name an importable callable."""
+
+
+class SendError(LockstepError):
+    """A send failed on its way to or from Redis. ``maybe_stored`` is False only when it is
+    certain that nothing reached Redis (sending again cannot duplicate); when True the
+    message may be stored: send it again with the same idempotency key, which stores it at
+    most once and returns its first offset."""
+
+    def __init__(self, reason: str, maybe_stored: bool) -> None:
+        self.reason = reason
+        self.maybe_stored = maybe_stored
+        if maybe_stored:
+            verdict = (
+                "the message may have been stored; send it again with the same "
+                "idempotency key to store it at most once"
+            )
+        else:
+            verdict = "the message was not stored; sending it again is safe"
+        super().__init__(f"{reason}: {verdict}")
+
+    def __reduce__(self) -> tuple[type[SendError], tuple[str, bool]]:
+        # Exceptions pickle their args; ours has two, so say how (Celery results, logging).
+        return type(self), (self.reason, self.maybe_stored)

@@ -29,6 +29,12 @@ def sequence(ref: QueueRef) -> str:
     return f"{_queue_tag(ref)}:seq"
 
 
+def idempotency(ref: QueueRef, idempotency_key: str) -> str:
+    """String, expires: ``<offset>:<produced_at_ms>`` of the send that first used the
+    caller's idempotency key; a repeated send with that key stores nothing."""
+    return f"{_queue_tag(ref)}:idem:{idempotency_key}"
+
+
 def lock(ref: QueueRef, group: str) -> str:
     """Hash: owner, token, expires_at, granted_at of the group's lock on the queue."""
     return f"{_queue_tag(ref)}:lock:{group}"

@@ -21,6 +21,8 @@ def clamp_suspend(seconds: float) -> float:
 REPLAY_OF_HEADER = "lockstep-replay-of"  # the dead letter's entry ID
 REPLAY_ID_HEADER = "lockstep-replay-id"  # the operator's request ID
 ORIGINAL_OFFSET_HEADER = "lockstep-original-offset"
+# The caller's idempotency key: a send repeating it stores nothing (workers/producer.py).
+IDEMPOTENCY_KEY_HEADER = "lockstep-idempotency-key"
 
 
 class FailedAttempt(TypedDict):

@@ -4,16 +4,24 @@
 --   append_message(stream, seq, key, body, headers_json, maxlen) -> offset, produced_at_ms
 --     appends one message to a queue's stream with the next dense offset: the entry ID is
 --     "<offset>-1", so XRANGE can seek by offset directly; maxlen 0 = never trimmed.
+--     When Redis refuses the XADD (an entry not written by Lockstep sits at or above the
+--     new ID), the offset is given back and the script fails with Redis's error: a script's
+--     writes before an error are kept, and a taken offset would leave a gap for nothing.
 local function append_message(stream, seq, key, body, headers_json, maxlen)
   local offset = redis.call('INCR', seq) - 1
   local clock = redis.call('TIME')
   local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
   local id = offset .. '-1'
+  local added
   if tonumber(maxlen) > 0 then
-    redis.call('XADD', stream, 'MAXLEN', '~', maxlen, id,
+    added = redis.pcall('XADD', stream, 'MAXLEN', '~', maxlen, id,
       'k', key, 'b', body, 'h', headers_json, 't', now_ms)
   else
-    redis.call('XADD', stream, id, 'k', key, 'b', body, 'h', headers_json, 't', now_ms)
+    added = redis.pcall('XADD', stream, id, 'k', key, 'b', body, 'h', headers_json, 't', now_ms)
+  end
+  if type(added) == 'table' and added.err then
+    redis.call('SET', seq, offset)
+    return error(added)
   end
   return offset, now_ms
 end
