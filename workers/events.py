@@ -2,11 +2,12 @@
 appended to one Redis stream (``ls:events``) that the dashboard ingests.
 
 Events are buffered for at most ``flush_interval`` and written with one pipelined round
-trip, so the event log costs the consume loop almost nothing. Successive commits of one
-queue under one fencing token within a flush window are coalesced into a single
-``offset_committed`` event carrying ``from_offset``, ``offset`` and ``commits``: no
-movement of an offset is lost, only the intermediate steps. A process killed with SIGKILL
-loses at most the last ``flush_interval`` of events (never offsets: those are in Redis).
+trip, so the event log costs the consume loop almost nothing. Offset commits are recorded
+as at most one ``offset_committed`` event per (queue, group) per commit-event interval
+(``LOCKSTEP_COMMIT_EVENT_INTERVAL``), carrying ``from_offset``, ``offset`` and
+``commits``: no movement of an offset is lost, only the intermediate steps. A process
+killed with SIGKILL loses at most the last ``flush_interval`` of events and the commits
+still pending in their interval (never offsets: those are in Redis).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 import redis
 
 from workers import keys
+from workers.config import commit_event_interval_from_env
 from workers.refs import QueueRef
 
 log = logging.getLogger(__name__)
@@ -55,6 +57,9 @@ DEAD_LETTER_REPLAYED = "dead_letter_replayed"
 DEAD_LETTER_DISCARDED = "dead_letter_discarded"
 # A replayed dead letter was handled successfully (details: dlq_id, replay_id, offsets).
 REPLAY_SUCCEEDED = "replay_succeeded"
+# A worker stops committing on its queue after these: a commit still pending in its
+# interval is written before them, so the stream shows the last position first.
+OWNERSHIP_ENDS = frozenset({LOCK_RELEASED, LOCK_LOST, LOCK_RENEW_FAILED, FENCING_REJECTED})
 
 
 @dataclass
@@ -131,6 +136,48 @@ def _int_or_none(value: str | None) -> int | None:
         return None
 
 
+@dataclass
+class _CommitWindow:
+    """The commit-event interval of one (queue, group): it ends at ``ends_at`` (monotonic
+    seconds); ``pending`` coalesces the commits made since its event was last written,
+    all by ``owner`` (token, consumer)."""
+
+    ends_at: float
+    owner: tuple[int | None, str]
+    pending: Event | None = None
+
+    def add(self, event: Event, offset: int, details: dict[str, Any]) -> None:
+        """Coalesce one more commit (``event`` is its own, used when none is pending)."""
+        if self.pending is None:
+            self.pending = event
+            return
+        self.pending.ts_ms = event.ts_ms
+        self.pending.details["offset"] = offset
+        self.pending.details["commits"] += 1
+        self.pending.details.update(details)
+
+
+def _commit_event(
+    ref: QueueRef,
+    group: str,
+    token: int | None,
+    consumer: str,
+    offset: int,
+    details: dict[str, Any],
+) -> Event:
+    return Event(
+        OFFSET_COMMITTED,
+        int(time.time() * 1000),
+        ref.topic,
+        group,
+        ref.queue,
+        "",
+        token,
+        consumer,
+        {"from_offset": offset, "offset": offset, "commits": 1, **details},
+    )
+
+
 class EventLog:
     """Thread-safe buffered appender to the event stream."""
 
@@ -142,6 +189,7 @@ class EventLog:
         flush_interval: float = 0.1,
         maxlen: int = 1_000_000,
         max_buffer: int = 500,  # flush early at this many (not a cap: kept while Redis is down)
+        commit_event_interval: float | None = None,  # None: LOCKSTEP_COMMIT_EVENT_INTERVAL
     ) -> None:
         self._client = client
         self.enabled = enabled
@@ -149,7 +197,12 @@ class EventLog:
         self._maxlen = maxlen
         self._max_buffer = max_buffer
         self._buffer: list[Event] = []
-        self._commits: dict[tuple[QueueRef, str, int | None, str], Event] = {}
+        self._commit_interval = (
+            commit_event_interval_from_env()
+            if commit_event_interval is None
+            else commit_event_interval
+        )
+        self._windows: dict[tuple[QueueRef, str], _CommitWindow] = {}
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopped = threading.Event()
@@ -165,6 +218,9 @@ class EventLog:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        with self._lock:  # the last position of every queue goes out with this flush
+            for window in list(self._windows):
+                self._end_window(window)
         self.flush()
 
     def emit(self, type_: str, **fields: Any) -> None:
@@ -173,6 +229,8 @@ class EventLog:
         details = fields.pop("details", None) or {}
         event = Event(type_, int(time.time() * 1000), details=details, **fields)
         with self._lock:
+            if type_ in OWNERSHIP_ENDS and event.queue is not None:
+                self._end_window((QueueRef(event.topic, event.queue), event.group))
             self._buffer.append(event)
             full = len(self._buffer) >= self._max_buffer
         if full:
@@ -187,36 +245,57 @@ class EventLog:
         offset: int,
         **details: Any,
     ) -> None:
-        """Record an offset commit, coalesced with earlier ones of the same flush window."""
+        """Record an offset commit: at most one ``offset_committed`` event per (queue,
+        group) per commit-event interval. The first commit after a quiet interval is
+        written at the next flush; later ones are coalesced (``from_offset`` the first
+        one's offset, ``offset`` the last, ``commits`` how many, ``ts`` the last one's
+        time) and written when the interval ends, when the token or consumer changes,
+        before the queue's lock is released or lost, and on ``stop``."""
         if not self.enabled:
             return
-        k = (ref, group, token, consumer)
-        now_ms = int(time.time() * 1000)
+        event = _commit_event(ref, group, token, consumer, offset, details)
+        k, now = (ref, group), time.monotonic()
         with self._lock:
-            ev = self._commits.get(k)
-            if ev is None:
-                ev = Event(
-                    OFFSET_COMMITTED,
-                    now_ms,
-                    ref.topic,
-                    group,
-                    ref.queue,
-                    "",
-                    token,
-                    consumer,
-                    {"from_offset": offset, "offset": offset, "commits": 0},
-                )
-                self._commits[k] = ev
-                self._buffer.append(ev)
-            ev.ts_ms = now_ms
-            ev.details["offset"] = offset
-            ev.details["commits"] += 1
-            ev.details.update(details)
+            window = self._windows.get(k)
+            if window is not None and window.owner != (token, consumer):
+                self._end_window(k)  # a new owner: the old one's last position goes first
+                window = None
+            if window is not None and now >= window.ends_at:
+                window = self._roll_window(k, now)
+            if window is None:
+                self._buffer.append(event)
+                self._windows[k] = _CommitWindow(now + self._commit_interval, (token, consumer))
+            else:
+                window.add(event, offset, details)
+
+    def _end_window(self, k: tuple[QueueRef, str]) -> None:
+        """Write ``k``'s pending commit now and forget its interval (caller holds the lock)."""
+        window = self._windows.pop(k, None)
+        if window is not None and window.pending is not None:
+            self._buffer.append(window.pending)
+
+    def _roll_window(self, k: tuple[QueueRef, str], now: float) -> _CommitWindow | None:
+        """End ``k``'s interval (caller holds the lock). When a commit was pending it is
+        written and a new interval starts now, so events stay an interval apart; else
+        the queue was quiet and its next commit is written at once (returns None)."""
+        window = self._windows.pop(k)
+        if window.pending is None:
+            return None
+        self._buffer.append(window.pending)
+        fresh = _CommitWindow(now + self._commit_interval, window.owner)
+        self._windows[k] = fresh
+        return fresh
+
+    def _roll_due_windows(self, now: float) -> None:
+        """Write the pending commits whose interval has ended (caller holds the lock)."""
+        for k, window in list(self._windows.items()):
+            if now >= window.ends_at:
+                self._roll_window(k, now)
 
     def flush(self) -> int:
         with self._lock:
+            self._roll_due_windows(time.monotonic())
             batch, self._buffer = self._buffer, []
-            self._commits = {}
         if not batch:
             return 0
         try:

@@ -1,0 +1,58 @@
+"""The committed offset on the queue and overview views is read live from Redis, not from
+stored ``offset_committed`` events: with commits recorded at most once per interval, the
+views still show every commit as it happens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redis
+from django.contrib.auth.models import User
+from django.test import Client
+
+from dashboard.monitor.models import Event
+from tests.dashboard.helpers import produce, wait_until
+from tests.dashboard.scenarios import FailOn, consuming, ingest_all
+from workers import create_topic
+from workers import events as ev
+
+pytestmark = pytest.mark.django_db
+
+
+def _get(client: Client, url: str) -> dict[str, Any]:
+    response = client.get(url)
+    assert response.status_code == 200, response.content
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def test_it_shows_every_commit_while_the_commit_events_wait_for_their_interval(
+    client: Client,
+    viewer: User,
+    redis_client: redis.Redis,
+    redis_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LOCKSTEP_COMMIT_EVENT_INTERVAL", "600")
+    create_topic(redis_client, "orders", 1)
+    client.force_login(viewer)
+    handler = FailOn()
+
+    with consuming(redis_url, "orders", "mailer", handler):
+        sent = produce(redis_url, "orders", [f"order-{i}" for i in range(30)])
+        wait_until(lambda: handler.count() == len(sent), lambda ok: ok)
+        queue = wait_until(
+            lambda: _get(client, "/api/v1/topics/orders/queues/0"),
+            lambda d: d["groups"][0]["committed_offset"] == len(sent),
+        )
+        overview = _get(client, "/api/v1/overview")
+        ingest_all(redis_client)
+        stored = list(
+            Event.objects.filter(type=ev.OFFSET_COMMITTED).values_list("details", flat=True)
+        )
+
+    assert queue["groups"][0]["lag"] == 0
+    assert overview["topics"][0]["queues"][0]["groups"][0]["committed_offset"] == len(sent)
+    # Only the first commit was written so far; the rest waits for its interval.
+    assert [d["offset"] for d in stored] == [1]
