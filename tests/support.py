@@ -9,6 +9,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import redis
 
@@ -64,3 +65,61 @@ def redis_server() -> Iterator[str]:
         proc.terminate()
         proc.wait(10)
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+class RestartableRedis:
+    """A redis-server that keeps its data across a stop and a start on the same port (it
+    saves on SIGTERM), for tests of what happens while Redis is down."""
+
+    def __init__(self, workdir: Path, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.workdir = workdir
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [
+                shutil.which("redis-server") or "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "3600 1",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+                "--loglevel",
+                "warning",
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        client = redis.Redis.from_url(self.url)
+        deadline = time.monotonic() + 10
+        try:
+            while not _pings(client):
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError("redis-server did not start")
+                time.sleep(0.05)
+        finally:
+            client.close()
+
+    def stop(self) -> None:
+        """SIGTERM: with a save point configured, Redis saves its data first."""
+        if self.running:
+            assert self.proc is not None
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+def _pings(client: redis.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis.ConnectionError:
+        return False

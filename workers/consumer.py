@@ -24,6 +24,7 @@ from workers.handlers import import_handler
 from workers.lanes import LanePool
 from workers.message import Handler
 from workers.ordering import WorkerEnv
+from workers.outage import REDIS_DOWN, redis_outage, runtime_client, wait_for_redis
 from workers.rebalance import SubscriptionRunner
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ class Consumer:
     ) -> None:
         self.timings = (timings or Timings.from_env()).validate()
         limits = limits or Limits.from_env()
-        self.client = redis.Redis.from_url(redis_url, health_check_interval=30)
+        self.client = runtime_client(redis_url)
         self.broker = Broker(self.client)
         self.events = EventLog(
             self.client,
@@ -62,40 +63,88 @@ class Consumer:
         self.errors: list[str] = []
         self.started_at_ms = int(time.time() * 1000)
         self._stopping = threading.Event()
+        # Held while the subscriptions start, so a stop never races a start-up that was
+        # waiting for Redis.
+        self._start_lock = threading.Lock()
+        self._waiter: threading.Thread | None = None
         self._info_thread = threading.Thread(
             target=self._info_loop, name="lockstep-info", daemon=True
         )
 
     def start(self) -> None:
+        """Start consuming; returns at once. When Redis cannot be reached yet, a thread
+        waits for it (one log line per back-off step) and starts the subscriptions when it
+        answers; ``stop()`` ends the wait."""
         self.events.start()
-        for sub in self.subscriptions:
-            try:
-                runner = SubscriptionRunner(self._env(sub))
-                runner.start()
-            except LockstepError as exc:
-                self._report(sub, str(exc))
-                continue
-            self.runners.append(runner)
-        self._publish_info()
-        self._info_thread.start()
-        self.events.emit(ev.CONSUMER_STARTED, consumer=self.consumer_id, details=dict(self._info()))
+        try:
+            self.client.ping()
+        except REDIS_DOWN:
+            self._waiter = threading.Thread(
+                target=self._start_when_reachable, name="lockstep-start", daemon=True
+            )
+            self._waiter.start()
+            return
+        self._start_subscriptions()
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def _start_when_reachable(self) -> None:
+        if wait_for_redis(self.client, self._stopping, f"consumer {self.consumer_id}"):
+            log.warning("lockstep: consumer %s reached Redis; starting", self.consumer_id)
+            self._start_subscriptions()
+
+    def _start_subscriptions(self) -> None:
+        with self._start_lock:
+            if self._stopping.is_set():
+                return
+            for sub in self.subscriptions:
+                try:
+                    runner = SubscriptionRunner(self._env(sub))
+                    runner.start()
+                except LockstepError as exc:
+                    self._report(sub, str(exc))
+                    continue
+                self.runners.append(runner)
+            self._publish_info_quietly()
+            self._info_thread.start()
+            info = dict(self._info())
+            self.events.emit(ev.CONSUMER_STARTED, consumer=self.consumer_id, details=info)
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Graceful stop, bounded by ``timeout`` (default ``LOCKSTEP_SHUTDOWN_TIMEOUT``)
+        also while Redis is down: no queue takes a new message; each finishes the one in
+        progress, writes its offsets and is unlocked; then the consumer leaves its groups
+        (so the others rebalance at once) and removes its card. Never raises because Redis
+        cannot be reached: what could not be written is redelivered to the next owner."""
+        limit = self.timings.shutdown_timeout_s if timeout is None else timeout
+        deadline = time.monotonic() + limit
         self._stopping.set()
-        for runner in self.runners:
-            runner.stop(timeout)
+        with self._start_lock:
+            runners = list(self.runners)
+        for runner in runners:
+            runner.stop(max(0.1, deadline - time.monotonic()))
         self.events.emit(ev.CONSUMER_STOPPED, consumer=self.consumer_id)
         self.events.stop()
-        self.client.delete(keys.consumer_info(self.consumer_id))
-        self.client.srem(keys.CONSUMERS, self.consumer_id)
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            pipe.delete(keys.consumer_info(self.consumer_id))
+            pipe.srem(keys.CONSUMERS, self.consumer_id)
+            pipe.execute()
+        except REDIS_DOWN as exc:
+            redis_outage.failed(exc, f"consumer {self.consumer_id} stopping")
         self.client.close()
 
     def _info_loop(self) -> None:
         while not self._stopping.wait(self.timings.heartbeat_interval_s):
-            try:
-                self._publish_info()
-            except redis.RedisError:
-                log.warning("lockstep: cannot publish consumer info; retrying")
+            self._publish_info_quietly()
+
+    def _publish_info_quietly(self) -> None:
+        try:
+            self._publish_info()
+        except REDIS_DOWN as exc:
+            redis_outage.failed(exc, f"consumer {self.consumer_id}")
+        except redis.RedisError as exc:
+            log.warning("lockstep: cannot publish consumer info (%s); retrying", exc)
+        else:
+            redis_outage.ok()
 
     def _env(self, sub: Subscription) -> WorkerEnv:
         handler = self._handlers.get(sub.handler) or import_handler(sub.handler)

@@ -26,6 +26,7 @@ from workers.allocation import AllocationStrategy, AverageAllocation
 from workers.config import Model
 from workers.errors import UnknownTopicError
 from workers.ordering import QueueWorker, WorkerEnv, worker_for
+from workers.outage import REDIS_DOWN, redis_outage
 from workers.refs import QueueRef
 from workers.topics import get_topic, register_group
 
@@ -87,13 +88,13 @@ class SubscriptionRunner:
         """Drop every queue (each finishes its batch, commits, unlocks), then leave. Locks
         of queues still finishing a message are renewed meanwhile, as during a rebalance,
         so a stop is never a release in the middle of a message."""
+        deadline = time.monotonic() + timeout
         self._stop.set()
         self._thread.join(timeout)
         for q in list(self.workers):  # a queue is never in both maps (see _rebalance)
             self.retiring[q] = self.workers.pop(q)
         for worker in self.retiring.values():
             worker.drop("shutdown")
-        deadline = time.monotonic() + timeout
         while True:
             alive = [w for w in self.retiring.values() if w.alive]
             remaining = deadline - time.monotonic()
@@ -101,13 +102,24 @@ class SubscriptionRunner:
                 break
             try:
                 self._renew_retiring(time.monotonic())
+            except REDIS_DOWN as exc:
+                redis_outage.failed(exc, f"subscription {self.sub_key} stopping")
             except redis.RedisError:
                 log.warning("cannot renew the locks of %s while stopping", self.sub_key)
             alive[0].join(min(self.env.timings.lock_renew_interval_s, remaining))
         if self.env.lanes is not None:
-            self.env.lanes.stop()
+            self.env.lanes.stop(max(0.1, deadline - time.monotonic()))
         if self.env.sub.model is Model.CLUSTERING:
-            self.env.broker.leave(self.env.sub.topic, self.env.sub.group, self.env.consumer_id)
+            self._leave()
+
+    def _leave(self) -> None:
+        """Leave the group so the others rebalance at their next membership poll instead
+        of after the heartbeat timeout. With Redis down the membership simply expires."""
+        env = self.env
+        try:
+            env.broker.leave(env.sub.topic, env.sub.group, env.consumer_id)
+        except REDIS_DOWN as exc:
+            redis_outage.failed(exc, f"subscription {self.sub_key} stopping")
 
     # -- loop --------------------------------------------------------------------------
     def _run(self) -> None:
@@ -135,10 +147,14 @@ class SubscriptionRunner:
                     if self.env.lanes is not None and now >= next_lanes_report:
                         self._report_lanes()
                         next_lanes_report = now + LANES_REPORT_S
+            except REDIS_DOWN as exc:
+                # Keep the loop alive: locks age out on their own, and workers stop
+                # invoking handlers when their lock goes stale.
+                redis_outage.failed(exc, f"subscription {self.sub_key}")
             except Exception:
-                # Redis unavailable or a bug: keep the loop alive; locks age out on their
-                # own, and workers stop invoking handlers when their lock goes stale.
                 log.exception("rebalance loop of %s failed; retrying", self.sub_key)
+            else:
+                redis_outage.ok()
             self._stop.wait(t.membership_poll_s)
 
     def _members(self, *, heartbeat: bool) -> list[str]:

@@ -5,8 +5,6 @@ store answers again every event is stored exactly once."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,56 +14,11 @@ import redis
 
 from tests.dashboard.helpers import wait_until
 from tests.dashboard.web_processes import WebSide, stream_ids
-from tests.support import free_port
+from tests.support import RestartableRedis
 from workers import keys
 from workers.events import EventLog
 
 RETRY = re.compile(r"ingester: (Redis|database) unavailable .*; retrying in ([0-9.]+)s")
-
-
-class RestartableRedis:
-    """A redis-server that keeps its data across a stop and start on the same port."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.workdir = workdir
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [
-                shutil.which("redis-server") or "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "3600 1",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(self.workdir),
-                "--loglevel",
-                "warning",
-            ],
-            stdout=subprocess.DEVNULL,
-        )
-        client = redis.Redis.from_url(self.url)
-        wait_until(lambda: _pings(client), bool, timeout=10)
-        client.close()
-
-    def stop(self) -> None:
-        assert self.proc is not None
-        self.proc.terminate()  # with a save point configured, Redis saves on SIGTERM
-        self.proc.wait(10)
-
-
-def _pings(client: redis.Redis) -> bool:
-    try:
-        return bool(client.ping())
-    except redis.ConnectionError:
-        return False
 
 
 def _retry_delays(log: str, what: str) -> list[float]:

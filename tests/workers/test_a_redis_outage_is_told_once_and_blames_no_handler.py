@@ -1,0 +1,85 @@
+"""A Redis outage while consumers run: each process logs one warning when it starts and
+one when it ends, no traceback, and no event that blames the handler; consumption goes on
+afterwards with every message handled in per-key order (queue and key ordering)."""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+from pathlib import Path
+
+import redis
+
+from tests.support import RestartableRedis
+from tests.workers.file_handlers import (
+    FILE_HANDLER,
+    HANDLER_MS_ENV,
+    RECORD_FILE_ENV,
+    recorded,
+)
+from tests.workers.harness import ConsumerProcess, body, events, order_violations, wait_until
+from workers import Producer, create_topic
+
+UNREACHABLE = "Redis is unreachable"
+BACK = "Redis is reachable again"
+KEYS = [f"acct-{k}" for k in range(12)]
+
+
+def _send(producer: Producer, first: int, count: int) -> None:
+    for seq in range(first, first + count):
+        for key in KEYS:
+            producer.send("ledger", key, body(seq))
+
+
+def _handled(records: Path, group: str, at_least: int) -> bool:
+    """The group handled at least this many distinct messages."""
+    return len({(r["q"], r["o"]) for r in recorded(records, group)}) >= at_least
+
+
+def test_it_logs_one_warning_each_way_and_no_handler_error(tmp_path: Path) -> None:
+    server = RestartableRedis(tmp_path)
+    server.start()
+    client = redis.Redis.from_url(server.url)
+    create_topic(client, "ledger", 4)
+    records = tmp_path / "records.jsonl"
+    env = {RECORD_FILE_ENV: str(records), HANDLER_MS_ENV: "2"}
+    consumers = [
+        ConsumerProcess(
+            server.url, "ledger", group, group, tmp_path, ["--handler", FILE_HANDLER, *args], env
+        ).start()
+        for group, args in (("by-queue", []), ("by-key", ["--ordering", "key"]))
+    ]
+    producer = Producer(server.url)
+    try:
+        _send(producer, 0, 40)
+        for group in ("by-queue", "by-key"):
+            wait_until(partial(_handled, records, group, 50), 30, f"{group} to consume")
+
+        server.stop()
+        time.sleep(4)  # longer than the test timings' lock expiry (3 s)
+        server.start()
+
+        _send(producer, 40, 20)
+        for group in ("by-queue", "by-key"):
+            wait_until(
+                partial(_handled, records, group, 60 * len(KEYS)),
+                60,
+                f"{group} to handle every message",
+            )
+            violations = order_violations(recorded(records, group), dict.fromkeys(KEYS, 60))
+            assert violations == {}, group
+        for consumer in consumers:
+            assert consumer.stop() == 0
+    finally:
+        for consumer in consumers:
+            consumer.kill()
+        producer.close()
+
+    for consumer in consumers:
+        output = consumer.output()
+        assert output.count(UNREACHABLE) == 1, output[-3000:]
+        assert output.count(BACK) == 1, output[-3000:]
+        assert "Traceback" not in output, output[-3000:]
+    blamed = events(client, "handler_error", "consume_failed")
+    assert blamed == []
+    server.stop()
