@@ -242,6 +242,14 @@ except ConfigurationError as exc:
 LOCKSTEP_STUCK_AFTER_SECONDS = env_float("LOCKSTEP_STUCK_AFTER_SECONDS", 60.0, minimum=1.0)
 # A week of history for the pages; the nightly analytics read each day long before that.
 LOCKSTEP_EVENT_RETENTION_DAYS = env_int("LOCKSTEP_EVENT_RETENTION_DAYS", 7, minimum=1)
+# Samples (lag_sampled, key_state, lanes) are read over a day at most (charts of up to
+# 1,440 minutes, stuck detection, the nightly analytics): two days keeps every reader
+# whole with a day to spare, and they are most of what remains once commits are coalesced.
+LOCKSTEP_SAMPLE_RETENTION_DAYS = env_int("LOCKSTEP_SAMPLE_RETENTION_DAYS", 2, minimum=1)
+# Nightly analytics runs (one a day, a row per queue) and resolved alerts with their
+# timelines and deliveries are small: a quarter of history for trends and post-mortems.
+LOCKSTEP_REPORT_RETENTION_DAYS = env_int("LOCKSTEP_REPORT_RETENTION_DAYS", 90, minimum=1)
+LOCKSTEP_ALERT_RETENTION_DAYS = env_int("LOCKSTEP_ALERT_RETENTION_DAYS", 90, minimum=1)
 # Coalescing window of live pushes: sub-second pages without a push per event.
 LOCKSTEP_PUSH_INTERVAL = env_float("LOCKSTEP_PUSH_INTERVAL", 0.5, minimum=0.05)
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")

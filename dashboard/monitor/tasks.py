@@ -1,14 +1,11 @@
-"""Scheduled work (Celery beat): lag sampling into the event log, and event retention."""
+"""Scheduled work (Celery beat): lag sampling into the event log, and retention."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from celery import shared_task
-from django.conf import settings
 from django.utils import timezone
 
-from dashboard.monitor.models import Event
+from dashboard.monitor import retention
 from dashboard.monitor.redis_conn import get_redis
 from workers import events as ev
 from workers.config import Limits
@@ -45,6 +42,7 @@ def sample_lag() -> int:
 
 @shared_task
 def prune_events() -> int:
-    cutoff = timezone.now() - timedelta(days=settings.LOCKSTEP_EVENT_RETENTION_DAYS)
-    deleted, _ = Event.objects.filter(ts__lt=cutoff).delete()
-    return deleted
+    """Hourly (beat): every kind of time-series row past its retention is deleted
+    (``dashboard.monitor.retention``: events, samples, analytics runs, resolved alerts).
+    Returns the rows deleted over all kinds."""
+    return sum(retention.prune_all(timezone.now()).values())
