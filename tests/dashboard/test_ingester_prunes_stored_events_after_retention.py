@@ -68,6 +68,9 @@ def test_it_deletes_only_events_older_than_the_retention(
     assert IngestCursor.objects.get().last_id == cursor
 
 
+# Transactional: the scheduler closes the database connection as beat does at start,
+# which on PostgreSQL ends the connection a test transaction would be running on.
+@pytest.mark.django_db(transaction=True)
 def test_it_runs_hourly_on_the_beat_schedule_as_a_registered_task() -> None:
     app.loader.import_default_modules()
     DatabaseScheduler(app=app)  # syncs CELERY_BEAT_SCHEDULE into the database, as beat does
