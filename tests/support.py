@@ -7,7 +7,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,32 +21,38 @@ def free_port() -> int:
 
 
 @contextmanager
-def redis_server() -> Iterator[str]:
-    """Start a throw-away redis-server on a free port; yield its URL; stop it after."""
+def redis_server(
+    *, password: str = "", users: Sequence[str] = (), tls: bool = False
+) -> Iterator[str]:
+    """Start a throw-away redis-server on a free port; yield its URL; stop it after.
+
+    ``password``: the server requires it (``requirepass``) and the URL carries it.
+    ``users``: ACL rules, one user each (``"name on >password ~* &* +@all"``); the URL
+    stays the default user's. ``tls``: the server speaks only TLS, with a self-signed
+    certificate for 127.0.0.1 made for it; the URL is ``rediss://`` naming the CA file."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise RuntimeError("redis-server is not installed; run `make test` (it installs it)")
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="lockstep-redis-")
-    proc = subprocess.Popen(
-        [
-            binary,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            workdir,
-            "--loglevel",
-            "warning",
-        ],
-        stdout=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
+    args = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir]
+    args += ["--loglevel", "warning"]
+    auth = ""
+    if password:
+        args += ["--requirepass", password]
+        auth = f":{password}@"
+    for rules in users:
+        args += ["--user", *rules.split()]
+    if tls:
+        ca = _self_signed_certificate(Path(workdir))
+        args += ["--port", "0", "--tls-port", str(port), "--tls-auth-clients", "no"]
+        args += ["--tls-cert-file", str(ca), "--tls-key-file", str(ca.with_suffix(".key"))]
+        args += ["--tls-ca-cert-file", str(ca)]
+        url = f"rediss://{auth}127.0.0.1:{port}/0?ssl_ca_certs={ca}"
+    else:
+        args += ["--port", str(port)]
+        url = f"redis://{auth}127.0.0.1:{port}/0"
+    proc = subprocess.Popen([binary, *args], stdout=subprocess.DEVNULL)
     client = redis.Redis.from_url(url)
     deadline = time.monotonic() + 10
     while True:
@@ -65,6 +71,22 @@ def redis_server() -> Iterator[str]:
         proc.terminate()
         proc.wait(10)
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _self_signed_certificate(workdir: Path) -> Path:
+    """A certificate (``ca.pem``, also its own CA) and key (``ca.key``) for 127.0.0.1."""
+    cert = workdir / "ca.pem"
+    key = cert.with_suffix(".key")
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-keyout", str(key), "-out", str(cert)),
+            *("-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert
 
 
 class RestartableRedis:
