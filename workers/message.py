@@ -84,13 +84,19 @@ Handler = Callable[[Sequence[Message], ConsumeContext], ConsumeStatus]
 
 
 class MalformedEntry(Exception):
-    """A stream entry that cannot be decoded into a Message."""
+    """A stream entry that cannot be decoded into a Message.
 
-    def __init__(self, offset: int, reason: str, raw: dict[bytes, bytes]):
+    ``foreign``: the entry was not written by a producer (its ID is not ``<offset>-1``, or
+    its offset was never handed out by the queue's sequence), so it holds no place in the
+    queue's order: its offset may be a real message's, and dead-lettering it must not
+    count that offset as done."""
+
+    def __init__(self, offset: int, reason: str, raw: dict[bytes, bytes], *, foreign: bool = False):
         super().__init__(reason)
         self.offset = offset
         self.reason = reason
         self.raw = raw
+        self.foreign = foreign
 
 
 def parse_offset(entry_id: bytes | str) -> int:
@@ -98,23 +104,38 @@ def parse_offset(entry_id: bytes | str) -> int:
     return int(text.split("-", 1)[0])
 
 
+def foreign_entry(entry_id: bytes, fields: dict[bytes, bytes], why: str) -> MalformedEntry:
+    """An entry some other writer put in a queue's stream (see ``MalformedEntry``)."""
+    reason = f"entry ID {entry_id.decode(errors='replace')} {why}: not written by a producer"
+    return MalformedEntry(parse_offset(entry_id), reason, fields, foreign=True)
+
+
 def decode_entry(ref: QueueRef, entry_id: bytes, fields: dict[bytes, bytes]) -> Message:
     """Decode a stream entry; raise ``MalformedEntry`` with the reason when it is not ours."""
     offset = parse_offset(entry_id)
+    if not entry_id.endswith(b"-1"):  # produce.lua writes "<offset>-1", nothing else
+        raise foreign_entry(entry_id, fields, "is not <offset>-1")
     try:
         key = fields[b"k"].decode("utf-8")
         body = fields[b"b"]
         raw_headers = fields.get(b"h", b"{}") or b"{}"
         # Most messages have no headers: skip the JSON parser for them (hot path).
         headers = {} if raw_headers == b"{}" else json.loads(raw_headers)
-        produced_ms = int(fields[b"t"])
+        produced_at = int(fields[b"t"]) / 1000.0
     except KeyError as exc:
         raise MalformedEntry(offset, f"missing field {exc.args[0]!r}", fields) from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise MalformedEntry(offset, f"undecodable entry: {exc}", fields) from None
+    except (ValueError, RecursionError, OverflowError) as exc:
+        # ValueError covers bad UTF-8 and bad JSON; deeply nested JSON exhausts the
+        # parser's stack and a huge time overflows a float: all bytes nobody produced.
+        raise MalformedEntry(offset, f"undecodable entry: {describe_error(exc)}", fields) from None
     if not isinstance(headers, dict):
         raise MalformedEntry(offset, "headers are not a JSON object", fields)
-    return Message(ref.topic, ref.queue, offset, key, body, headers, produced_ms / 1000.0)
+    return Message(ref.topic, ref.queue, offset, key, body, headers, produced_at)
+
+
+def describe_error(exc: Exception) -> str:
+    """``exc`` in one bounded line: a reason that may quote the entry's bytes."""
+    return f"{type(exc).__name__}: {exc}"[:300]
 
 
 def serialize(message: Message) -> str:

@@ -58,6 +58,8 @@ from workers.message import (
     MalformedEntry,
     Message,
     decode_entry,
+    foreign_entry,
+    parse_offset,
 )
 from workers.refs import QueueRef
 
@@ -138,6 +140,9 @@ class QueueWorker(ABC):
         self.next_fetch = 0  # the next offset to read from the stream
         self._stopping = threading.Event()
         self._release_lock = True
+        # IDs of foreign entries at or above ``next_fetch`` already handed out: a read
+        # from ``next_fetch`` returns them again, and they must be dead-lettered once.
+        self._foreign_seen: set[bytes] = set()
         self._thread = threading.Thread(
             target=self._run, name=f"lockstep-{ref.topic}-{ref.queue}", daemon=True
         )
@@ -225,22 +230,39 @@ class QueueWorker(ABC):
     # -- services for the modes ------------------------------------------------------
     def read(self, count: int, block_s: float) -> list[Item]:
         """The next entries of the queue from ``next_fetch`` on, in offset order, decoded
-        (a malformed entry comes back as ``MalformedEntry``); advances ``next_fetch``."""
+        (a malformed entry comes back as ``MalformedEntry``); advances ``next_fetch``.
+        An entry another writer put there comes back once, as a foreign
+        ``MalformedEntry``, and does not advance ``next_fetch``."""
+        found = self.env.broker.read_from(self.ref, self.next_fetch, count, block_s=block_s)
         out: list[Item] = []
-        for entry_id, fields in self.env.broker.read_from(
-            self.ref, self.next_fetch, count, block_s=block_s
-        ):
-            try:
-                item: Item = decode_entry(self.ref, entry_id, fields)
-            except MalformedEntry as bad:
-                item = bad
-            except ValueError:
-                continue  # an entry ID that is not ours cannot be placed in the order
-            if item.offset < self.next_fetch:
+        sequence: int | None = None  # read only when an entry leaves a gap
+        for entry_id, fields in found:
+            if entry_id in self._foreign_seen:
                 continue
-            self.next_fetch = item.offset + 1
+            item = self._decode(entry_id, fields)
+            if not _is_foreign(item) and item.offset > self.next_fetch:
+                if sequence is None:
+                    sequence = self.env.broker.max_offset(self.ref)
+                if item.offset >= sequence:  # produce.lua takes the offset before its XADD
+                    item = foreign_entry(entry_id, fields, "is beyond the queue's sequence")
+            if _is_foreign(item):
+                self._foreign_seen.add(entry_id)
+            elif item.offset < self.next_fetch:
+                continue
+            else:
+                self.next_fetch = item.offset + 1
             out.append(item)
+        self._foreign_seen = {i for i in self._foreign_seen if parse_offset(i) >= self.next_fetch}
+        if found and not out:
+            # Only foreign entries already handed out: the read did not block on them.
+            self._stopping.wait(block_s)
         return out
+
+    def _decode(self, entry_id: bytes, fields: dict[bytes, bytes]) -> Item:
+        try:
+            return decode_entry(self.ref, entry_id, fields)
+        except MalformedEntry as bad:
+            return bad
 
     def invoke(self, batch: Sequence[Message], key: str = "") -> Attempt:
         """Run the handler on ``batch``; an exception or a result that is not a
@@ -382,6 +404,10 @@ class QueueWorker(ABC):
                 ev.LOCK_RELEASED,
                 details={"reason": self.stop_reason, "committed": self.commit_point()},
             )
+
+
+def _is_foreign(item: Item) -> bool:
+    return isinstance(item, MalformedEntry) and item.foreign
 
 
 def malformed_dead_letter(ref: QueueRef, group: str, bad: MalformedEntry) -> dict[str, Any]:

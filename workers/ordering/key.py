@@ -142,6 +142,9 @@ class KeyOrderingWorker(QueueWorker):
         items = self.read(max(1, room), self.env.timings.poll_block_s)
         to_park: dict[str, list[Task]] = defaultdict(list)
         for item in items:
+            if isinstance(item, MalformedEntry) and item.foreign:
+                self._dead_letter_malformed_key_mode(item)  # not an offset of the queue
+                continue
             with self._mutex:
                 self.tracker.dispatched(item.offset)
                 if self.tracker.already_done(item.offset):
@@ -422,7 +425,8 @@ class KeyOrderingWorker(QueueWorker):
         entry = malformed_dead_letter(self.ref, self.env.sub.group, bad)
         with self._commit_lock:
             with self._mutex:
-                self.tracker.done(bad.offset)
+                if not bad.foreign:
+                    self.tracker.done(bad.offset)
                 low, completed = self.tracker.low_water, self.tracker.completed_above()
             result = self.env.broker.dead_letter(
                 self.ref,

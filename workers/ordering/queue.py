@@ -78,7 +78,11 @@ class QueueOrderingWorker(QueueWorker):
         """Nothing to write: every batch was committed (or not done) when it ended."""
 
     def commit_point(self) -> int:
-        return self.buffer[0].offset if self.buffer else self.next_fetch
+        # A foreign entry holds no place in the order (its offset may be one done already).
+        placed = (
+            i.offset for i in self.buffer if not (isinstance(i, MalformedEntry) and i.foreign)
+        )
+        return next(placed, self.next_fetch)
 
     def snapshot(self) -> QueueSnapshot:
         head = self.buffer[0] if self.buffer else None
