@@ -317,6 +317,9 @@ LOCKSTEP_ALERT_SEND_TIMEOUT_SECONDS = env_float(
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # Passwords in URLs (REDIS_URL, EMAIL_URL, webhooks) never reach the log, whichever
+    # library formatted them into a message or a traceback.
+    "filters": {"mask_urls": {"()": "workers.redact.MaskUrlsFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["mask_urls"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }

@@ -34,12 +34,11 @@ def mask_url(text: str) -> str:
     return _QUERY_SECRET.sub(lambda m: f"{m['head']}{MASK}", text)
 
 
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """``mask_url(text)`` with each of ``secrets`` (a webhook secret, an SMTP password)
-    also replaced by ``***`` wherever it appears verbatim."""
-    for secret in sorted(
-        {s for s in secrets if len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True
-    ):
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """``mask_url(text)`` with each of ``secrets`` (a webhook secret, an SMTP password;
+    unset ones may be None or empty) also replaced by ``***`` wherever it appears."""
+    known = {s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}
+    for secret in sorted(known, key=len, reverse=True):
         text = text.replace(secret, MASK)
     return mask_url(text)
 

@@ -30,6 +30,7 @@ from dashboard.alerts import payload
 from dashboard.alerts.channels import KINDS, DeliveryError
 from dashboard.alerts.env_channels import sync_env_channels
 from dashboard.alerts.models import AlertEvent, Channel, Delivery
+from workers.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +114,9 @@ def attempt(delivery: Delivery, at: datetime, last_chance: bool) -> None:
     else:
         sent(delivery, at)
         return
+    # The error is stored, shown on the alert's timeline and logged: a receiver's error
+    # page or a library's message must not carry the channel's secrets along.
+    error = redact(error, [channel.secret, settings.EMAIL_HOST_PASSWORD])
     attempts_max = int(settings.LOCKSTEP_ALERT_DELIVERY_ATTEMPTS)
     if retryable and not last_chance and delivery.attempts < attempts_max:
         retry(delivery, at, error)

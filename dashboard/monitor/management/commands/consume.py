@@ -12,6 +12,7 @@ from workers.config import AfterDlq, Model, Ordering, Subscription
 from workers.consumer import Consumer
 from workers.errors import LockstepError
 from workers.handlers import import_handler
+from workers.redact import mask_url
 
 
 class Command(BaseCommand):
@@ -88,7 +89,7 @@ class Command(BaseCommand):
                 events_enabled=not options["no_events"],
             )
         except LockstepError as exc:
-            raise CommandError(str(exc)) from None
+            raise CommandError(mask_url(str(exc))) from None
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
