@@ -94,6 +94,12 @@ class WebSocket:
                 if fin:
                     return b"".join(parts).decode()
 
+    async def send_text(self, text: str) -> None:
+        await self._send_frame(OP_TEXT, text.encode())
+
+    async def send_binary(self, data: bytes) -> None:
+        await self._send_frame(OP_BINARY, data)
+
     async def close(self, code: int = 1000) -> None:
         with contextlib.suppress(ConnectionError, RuntimeError):
             await self._send_close(struct.pack("!H", code))

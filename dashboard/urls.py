@@ -15,3 +15,9 @@ urlpatterns = [
     path("", include("dashboard.deadletters.page_urls")),
     path("", include("dashboard.alerts.urls")),
 ]
+
+# Addresses no route matches, and Django's own refusals: JSON under /api/, the error page
+# elsewhere (as every view answers its own errors).
+handler400 = "dashboard.monitor.views.errors.bad_request"
+handler403 = "dashboard.monitor.views.errors.forbidden"
+handler404 = "dashboard.monitor.views.errors.not_found"

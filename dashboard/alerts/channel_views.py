@@ -32,7 +32,7 @@ from dashboard.alerts.web import (
     row_id,
     text,
 )
-from dashboard.monitor.views.common import BadParameter, NotFound
+from dashboard.monitor.views.common import BadParameter, NotFound, refuse_nul
 
 RECENT_DELIVERIES = 5
 DELETE_CHANNELS = "alerts.delete_channel"
@@ -122,6 +122,7 @@ def fill(channel: Channel, form: Any) -> Channel:
         raise BadParameter(f"choose a kind ({', '.join(KINDS)})")
     channel.target = text(form, "target", max_length=4000)
     secret = (form.get("secret") or "").strip()
+    refuse_nul(secret, "secret")
     if secret or flag(form, "clear_secret"):
         channel.secret = secret[:255]
     channel.format = text(form, "format", max_length=32)

@@ -12,13 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from dashboard.alerts import push
 from dashboard.monitor.consumers import UNAUTHENTICATED
+from dashboard.monitor.push_socket import PushOnlyConsumer
 
 
-class AlertsConsumer(AsyncJsonWebsocketConsumer):
+class AlertsConsumer(PushOnlyConsumer):
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
@@ -30,9 +30,6 @@ class AlertsConsumer(AsyncJsonWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         await self.channel_layer.group_discard(push.ALERTS_GROUP, self.channel_name)
-
-    async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        """The page says nothing; whatever it sends is ignored."""
 
     async def alerts_update(self, event: dict[str, Any]) -> None:
         await self.send_json(event)

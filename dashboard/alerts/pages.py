@@ -75,7 +75,7 @@ def filtered(filters: dict[str, str]) -> QuerySet[Alert]:
 
 def page_number(request: HttpRequest) -> int:
     raw = (request.GET.get("page") or "1").strip()
-    if not raw.isdigit() or int(raw) < 1:
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:  # "²".isdigit() too
         raise BadParameter(f"page must be a whole number from 1, got {raw[:20]!r}")
     return int(raw)
 

@@ -19,9 +19,9 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Permissi
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_POST
 
-from dashboard.monitor.views.common import BadParameter, NotFound
+from dashboard.monitor.views.common import BadParameter, NotFound, refuse_nul
+from dashboard.monitor.views.errors import post_only
 
 P = ParamSpec("P")
 Build = Callable[Concatenate[HttpRequest, P], dict[str, Any]]
@@ -91,7 +91,7 @@ def action(view: Action[P]) -> Action[P]:
     error page; the view checks its permission first and redirects when done."""
 
     @login_required
-    @require_POST
+    @post_only
     @wraps(view)
     def wrapped(request: HttpRequest, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
         try:
@@ -109,6 +109,7 @@ def text(params: Mapping[str, str], name: str, max_length: int = 255) -> str:
     value = (params.get(name) or "").strip()
     if len(value) > max_length:
         raise BadParameter(f"{name} is longer than {max_length} characters")
+    refuse_nul(value, name)
     return value
 
 
@@ -156,6 +157,6 @@ def minutes(params: Mapping[str, str], name: str, label: str) -> timedelta | Non
 
 def row_id(raw: str, what: str) -> int:
     """An id from the URL or a form; ``NotFound`` when it cannot be one."""
-    if not raw.isdigit() or len(raw) > 18:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:  # "²".isdigit() too
         raise NotFound(f"no {what} {raw[:40]!r}")
     return int(raw)

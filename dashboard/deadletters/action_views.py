@@ -29,7 +29,14 @@ from dashboard.deadletters.plans import ActionRefused, Selection, plan
 from dashboard.deadletters.roles import DISCARD, REPLAY
 from dashboard.deadletters.views import require_known_group
 from dashboard.monitor.redis_conn import get_redis
-from dashboard.monitor.views.common import BadParameter, NotFound, api_view, int_param
+from dashboard.monitor.views.common import (
+    MAX_INT,
+    BadParameter,
+    NotFound,
+    api_view,
+    int_param,
+    text_param,
+)
 
 P = ParamSpec("P")
 PERMISSION = {ActionKind.REPLAY: REPLAY, ActionKind.DISCARD: DISCARD}
@@ -186,10 +193,11 @@ def _ids(raw: Any) -> list[int]:
         raise BadParameter("ids must be a list of dead-letter ids")
     ids = []
     for value in raw:
-        if isinstance(value, str) and value.isdigit():
+        if isinstance(value, str) and value.isascii() and value.isdigit():  # not "²"
             value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise BadParameter(f"ids must be whole numbers, got {str(value)[:40]!r}")
+        # Beyond MAX_INT no record can have the id, and the database refuses to compare.
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_INT:
+            raise BadParameter(f"ids must be whole numbers from 1 to {MAX_INT}, got {value!r:.40}")
         ids.append(value)
     return ids
 
@@ -236,7 +244,7 @@ def build_audit(request: HttpRequest) -> dict[str, Any]:
     )
     entries = AuditEntry.objects.all()
     for name in ("group", "actor", "action"):
-        value = (params.get(name) or "").strip()
+        value = text_param(params.get(name), name, max_length=200)
         if value:
             entries = entries.filter(**{name: value})
     return {"entries": [audit_entry(e) for e in entries.order_by("-at", "-id")[:limit]]}

@@ -14,17 +14,17 @@ from __future__ import annotations
 from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from dashboard.deadletters.actions import REQUEST_ID
 from dashboard.deadletters.models import ActionRequest
 from dashboard.deadletters.progress import progress_group, request_shape
+from dashboard.monitor.push_socket import PushOnlyConsumer
 
 UNAUTHENTICATED = 4401
 NOT_FOUND = 4404
 
 
-class RequestProgressConsumer(AsyncJsonWebsocketConsumer):
+class RequestProgressConsumer(PushOnlyConsumer):
     group = ""
 
     async def connect(self) -> None:
@@ -54,7 +54,7 @@ class RequestProgressConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({**message["data"], "type": "progress", "seq": message["seq"]})
 
 
-class NotFoundConsumer(AsyncJsonWebsocketConsumer):
+class NotFoundConsumer(PushOnlyConsumer):
     """Any other socket path (under ``/ws/dead-letters/``, and the catch-all route of
     ``dashboard.asgi``): closed with 4404 (4401 when anonymous)."""
 

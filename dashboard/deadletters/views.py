@@ -29,13 +29,14 @@ from dashboard.deadletters.queries import (
 )
 from dashboard.deadletters.roles import may_see_bodies
 from dashboard.monitor.redis_conn import get_redis
-from dashboard.monitor.views.common import BadParameter, NotFound, api_view, int_param
+from dashboard.monitor.views.common import BadParameter, NotFound, api_view, int_param, refuse_nul
 from workers.inspect import groups_of, list_topics
 
 
 def require_known_group(group: str) -> None:
     """``NotFound`` unless some topic has ``group`` in Redis, or dead letters of it were
     recorded (their history stays readable after the group is gone from Redis)."""
+    refuse_nul(group, "group")
     client = get_redis()
     if any(group in groups_of(client, t.name) for t in list_topics(client)):
         return
@@ -66,6 +67,7 @@ def build_list(request: HttpRequest, group: str) -> dict[str, Any]:
 
 def build_detail(request: HttpRequest, group: str, record_id: str) -> dict[str, Any]:
     pk = int_param(record_id, "id")
+    refuse_nul(group, "group")
     record = DeadLetter.objects.filter(group=group, pk=pk).first() if pk is not None else None
     if record is None:
         raise NotFound(f"no dead letter {pk} in group {group!r}")

@@ -16,11 +16,11 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
 
 from dashboard.deadletters.roles import REPLAY
 from dashboard.demo.handlers import FIXED_FLAG, poison_every
 from dashboard.monitor.redis_conn import get_redis
+from dashboard.monitor.views.errors import post_only
 
 DEMO_GROUP = "billing"
 DEMO_HANDLER = "dashboard.demo.handle_billing"
@@ -40,7 +40,7 @@ def billing_switch(group: str) -> dict[str, Any] | None:
 
 
 @login_required
-@require_POST
+@post_only
 def billing_switch_view(request: HttpRequest) -> HttpResponse:
     """``state=fixed`` sets the flag, ``state=broken`` deletes it; then back to the page."""
     if not demo_configured():

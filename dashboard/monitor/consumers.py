@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from dashboard.monitor.ingest import CURSOR
 from dashboard.monitor.live import (
@@ -32,6 +31,7 @@ from dashboard.monitor.live import (
     queue_group,
 )
 from dashboard.monitor.models import IngestCursor
+from dashboard.monitor.push_socket import PushOnlyConsumer
 from dashboard.monitor.queries import recent_events
 from dashboard.monitor.redis_conn import get_redis
 from workers.errors import UnknownTopicError
@@ -42,8 +42,9 @@ UNAUTHENTICATED = 4401
 NOT_FOUND = 4404
 
 
-class _HintConsumer(AsyncJsonWebsocketConsumer):
-    """Login check, one channel group, a snapshot on connect."""
+class _HintConsumer(PushOnlyConsumer):
+    """Login check, one channel group, a snapshot on connect; what the client sends is
+    dropped (``PushOnlyConsumer``)."""
 
     group = ""
 

@@ -109,7 +109,15 @@ def text_param(value: str | None, name: str, *, max_length: int = 256) -> str:
     text = (value or "").strip()
     if len(text) > max_length:
         raise BadParameter(f"{name} is longer than {max_length} characters")
+    refuse_nul(text, name)
     return text
+
+
+def refuse_nul(text: str, name: str) -> None:
+    """``BadParameter`` for a NUL character: no name or key the pages look up has one,
+    and PostgreSQL refuses to compare text with one (an error, not "not found")."""
+    if "\x00" in text:
+        raise BadParameter(f"{name} must not contain NUL characters")
 
 
 def topic_queue_count(client: Any, topic: str) -> int:
