@@ -69,6 +69,11 @@ class Timings:
     # Events are buffered at most this long before they reach the event stream: one
     # pipelined write per window keeps the event log off the consume loop's cost.
     event_flush_interval_s: float = 0.1
+    # A graceful stop (SIGTERM) waits this long for the messages in progress to finish and
+    # their offsets to be written before the process exits. A handler still running then
+    # is not cut short in Redis: its queue stays locked until the lock expires, so the
+    # next owner redelivers it after that, never alongside it.
+    shutdown_timeout_s: float = 10.0
     # Offset commits are recorded as at most one ``offset_committed`` event per (queue,
     # group) this often: the committed offset itself lives in Redis (pages, alerts and
     # /metrics read it live), so the event log only needs its history at chart
@@ -107,6 +112,9 @@ class Timings:
                 "LOCKSTEP_EVENT_FLUSH_INTERVAL", d.event_flush_interval_s, minimum=0.01
             ),
             commit_event_interval_s=commit_event_interval_from_env(),
+            shutdown_timeout_s=env_float(
+                "LOCKSTEP_SHUTDOWN_TIMEOUT", d.shutdown_timeout_s, minimum=0.5
+            ),
         )
 
     def validate(self) -> Timings:

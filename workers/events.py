@@ -25,6 +25,7 @@ import redis
 
 from workers import keys
 from workers.config import commit_event_interval_from_env
+from workers.outage import REDIS_DOWN, redis_outage
 from workers.refs import QueueRef
 
 log = logging.getLogger(__name__)
@@ -300,12 +301,17 @@ class EventLog:
             return 0
         try:
             append(self._client, batch, self._maxlen)
-        except redis.RedisError:
-            # Keep them: put them back in front and retry at the next flush.
-            log.warning("event log unavailable; keeping %d events buffered", len(batch))
+        except redis.RedisError as exc:
+            # Keep them: put them back in front and retry at the next flush. An outage is
+            # told once (workers.outage); anything else each time.
+            if isinstance(exc, REDIS_DOWN):
+                redis_outage.failed(exc, "the event log")
+            else:
+                log.warning("event log unavailable (%s); keeping %d events", exc, len(batch))
             with self._lock:
                 self._buffer = batch + self._buffer
             return 0
+        redis_outage.ok()
         return len(batch)
 
     def _run(self) -> None:

@@ -61,6 +61,7 @@ from workers.message import (
     foreign_entry,
     parse_offset,
 )
+from workers.outage import REDIS_DOWN, redis_outage
 from workers.refs import QueueRef
 
 log = logging.getLogger(__name__)
@@ -180,6 +181,22 @@ class QueueWorker(ABC):
             self.stop_reason = reason
             self._release_lock = release_lock
             self._stopping.set()
+
+    def abandon(self, reason: str) -> None:
+        """Stop without writing anything more and without unlocking, also when already
+        dropped: after a write that failed on an unreachable Redis, what this worker holds
+        in memory may be ahead of Redis, so only the stored state may be trusted. While
+        the lock is still ours the rebalance loop starts the queue again from the store."""
+        if not self._stopping.is_set():
+            self.stop_reason = reason
+        self._release_lock = False
+        self._stopping.set()
+
+    def redis_failed(self, exc: BaseException) -> None:
+        """A Redis call of this queue failed because Redis is unreachable: told once per
+        outage (workers.outage), then the queue starts again from the store."""
+        redis_outage.failed(exc, f"queue {self.ref.topic}/{self.ref.queue}")
+        self.abandon("redis unavailable")
 
     def join(self, timeout: float) -> bool:
         self._thread.join(timeout)
@@ -378,6 +395,8 @@ class QueueWorker(ABC):
         try:
             self.restore()
             self.consume()
+        except REDIS_DOWN as exc:
+            self.redis_failed(exc)
         except Exception:
             log.exception("queue %s loop crashed", self.ref)
             self.emit(ev.HANDLER_ERROR, details={"error": traceback.format_exc()[-2000:]})
@@ -395,8 +414,11 @@ class QueueWorker(ABC):
             return
         try:
             released = env.broker.unlock(self.ref, env.sub.group, env.consumer_id, self.token)
+        except REDIS_DOWN as exc:
+            # The lock then simply expires after its TTL.
+            redis_outage.failed(exc, f"queue {self.ref.topic}/{self.ref.queue}")
+            return
         except redis.RedisError:
-            # Redis is unreachable: the lock then simply expires after its TTL.
             log.warning("could not unlock %s; it will expire", self.ref)
             return
         if released:

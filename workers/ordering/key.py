@@ -33,6 +33,7 @@ from workers.lanes import LanePool, Task, Verdict
 from workers.message import MalformedEntry, Message, deserialize, serialize
 from workers.offset_tracker import OffsetTracker
 from workers.ordering.base import FailureLog, QueueWorker, WorkerEnv, malformed_dead_letter
+from workers.outage import REDIS_DOWN
 from workers.refs import QueueRef
 
 log = logging.getLogger(__name__)
@@ -182,13 +183,17 @@ class KeyOrderingWorker(QueueWorker):
             with self._mutex:
                 self._running -= 1
                 self._idle.notify_all()
-        if attempt.succeeded:
-            return self._succeeded(task)
-        self.failures.record((task.message.offset,), attempt)
-        # A suspend time the handler chose replaces the key's back-off for this retry.
-        return self._failed(
-            task, attempt.error, attempt.suspend_s if attempt.suspend_chosen else 0.0
-        )
+        try:
+            if attempt.succeeded:
+                return self._succeeded(task)
+            self.failures.record((task.message.offset,), attempt)
+            # A suspend time the handler chose replaces the key's back-off for this retry.
+            return self._failed(
+                task, attempt.error, attempt.suspend_s if attempt.suspend_chosen else 0.0
+            )
+        except REDIS_DOWN as exc:
+            self.redis_failed(exc)  # the queue starts again from the store
+            return Verdict.DISCARD, 0.0
 
     def _succeeded(self, task: Task) -> tuple[Verdict, float]:
         m = task.message
@@ -285,6 +290,8 @@ class KeyOrderingWorker(QueueWorker):
         them; the hold is then fully written."""
         try:
             self._park(key, tasks)
+        except REDIS_DOWN as exc:
+            self.redis_failed(exc)  # not parked: the queue starts again from the store
         finally:
             self._hold_finished()
 
@@ -418,6 +425,8 @@ class KeyOrderingWorker(QueueWorker):
         try:
             if self.release_lock:
                 self._flush()
+        except REDIS_DOWN as exc:
+            self.redis_failed(exc)
         except Exception:
             log.warning("final flush of %s failed", self.ref, exc_info=True)
 
