@@ -70,7 +70,7 @@ def test_it_escapes_the_message_lookup_by_key_and_by_offset(
     client.force_login(viewer)
 
     by_key = client.get("/messages", {"topic": "orders", "key": KEY})
-    by_offset = client.get("/messages", {"topic": "orders", "queue": hostile, "offset": 0})
+    by_offset = client.get("/messages", {"topic": "orders", "queue": str(hostile), "offset": "0"})
 
     assert by_offset.status_code == 200
     html = by_offset.content.decode()
