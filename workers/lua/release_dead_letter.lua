@@ -42,8 +42,10 @@ if ARGV[2] == 'replay' and not (hold and hold.dlq_id == ARGV[1]) then
   for i = 1, #fields - 1, 2 do
     if fields[i] == 'body' then body = fields[i + 1] end
   end
-  redis.call('XDEL', KEYS[1], ARGV[1])
+  -- Append first: a script's writes before an error stay, so a refused append must find
+  -- the dead letter still there.
   local offset = append_message(KEYS[4], KEYS[5], ARGV[3], body, ARGV[6], ARGV[7])
+  redis.call('XDEL', KEYS[1], ARGV[1])
   return {2, offset}
 end
 
