@@ -92,9 +92,12 @@
     for (const gone of sections.values()) gone.remove();
     if (data.stats) renderStats(data.stats);
     emptyEl.hidden = data.topics.length > 0;
-    if (generated) updatedEl.textContent = "updated " + new Date(generated).toLocaleTimeString();
+    // UTC, said so, as every other page shows times (not the browser's zone).
+    if (generated) updatedEl.textContent = "updated " + utcClock(generated) + " UTC";
     painted = true;
   }
+
+  function utcClock(ms) { return new Date(ms).toISOString().slice(11, 19); }
 
   function placeAt(parent, child, index) {
     if (parent.children[index] !== child) parent.insertBefore(child, parent.children[index] || null);

@@ -195,13 +195,30 @@
     return tr;
   }
 
-  // ``events`` oldest first; the table shows the newest first.
+  // Stream IDs ("<ms>-<seq>", the ingester's own events prefixed "<name>:") in stored
+  // order: by time, then sequence. As numbers, not strings ("9-0" is older than "10-0").
+  function idParts(id) {
+    return String(id).replace(/^[a-z_]+:/, "").split("-").map(Number);
+  }
+
+  function compareIds(a, b) {
+    const [am, as] = idParts(a);
+    const [bm, bs] = idParts(b);
+    return am - bm || as - bs;
+  }
+
+  // ``events`` in any order (the JSON view and the socket send them newest first); each
+  // row goes in its place by ID, so the table stays newest first whatever the order a
+  // batch came in, and an event seen twice is shown once.
   function renderEvents(events, replace) {
     if (replace) eventsEl.replaceChildren();
     for (const e of events) {
       if (NOISY.has(e.type)) continue;
       if (eventsEl.querySelector('tr[data-id="' + CSS.escape(e.id) + '"]')) continue;
-      eventsEl.prepend(eventRow(e));
+      const newer = Array.prototype.find.call(eventsEl.rows, function (row) {
+        return compareIds(row.dataset.id, e.id) < 0;
+      });
+      eventsEl.insertBefore(eventRow(e), newer || null);
     }
     while (eventsEl.rows.length > MAX_EVENTS) eventsEl.deleteRow(-1);
   }
@@ -284,7 +301,7 @@
     renderGroups(snapshot);
     renderTimeline(snapshot);
     renderProblems(snapshot.problems || []);
-    renderEvents((snapshot.events || []).slice().reverse(), true);
+    renderEvents(snapshot.events || [], true);
   }
 
   function onHint(message) {
