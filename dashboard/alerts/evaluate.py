@@ -5,8 +5,8 @@ the notifications the lifecycle queued.
 One evaluator acts at a time: it holds a lease in Redis (renewed every tick); a second
 ``alerts run`` waits as a standby and takes over within the lease's time to live when the
 first stops. Redis or database trouble skips a tick (one warning when it starts, one when
-it ends) and never resolves an alert: only a completed reading can say a condition
-cleared.
+it ends; a Redis outage is told by ``workers.outage``) and never resolves an alert: only
+a completed reading can say a condition cleared.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from dashboard.alerts.live import LiveState, Tracker
 from dashboard.alerts.rules import RULES, Finding, Rule
 from dashboard.alerts.thresholds import Thresholds
 from dashboard.deadletters.lease import Lease
+from workers.outage import REDIS_DOWN, redis_outage
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,10 @@ def interval_s() -> float:
 
 
 def run(client: redis.Redis, stop: threading.Event) -> None:
-    """Evaluate until ``stop`` is set, holding the evaluator lease."""
+    """Evaluate until ``stop`` is set, holding the evaluator lease. A Redis outage is told
+    by the process's ``redis_outage`` (one warning when it starts, one when it ends); a
+    database outage, or a Redis error that is no outage (a bug, with its traceback), by
+    one warning when it starts and one when evaluation works again."""
     evaluator = Evaluator(client)
     ttl_ms = int(max(10.0, 3 * interval_s()) * 1000)
     lease: Lease | None = None
@@ -76,24 +80,33 @@ def run(client: redis.Redis, stop: threading.Event) -> None:
     while not stop.is_set():
         started = time.monotonic()
         try:
-            if lease is None or not lease.renew():
+            renewed = lease is not None and lease.renew()
+            if not renewed:
                 lease = Lease.take(client, LEASE_NAME, ttl_ms, prefix=LEASE_PREFIX)
-                if lease is None:
-                    if not standby_logged:
-                        log.warning("another alert evaluator is active; standing by")
-                        standby_logged = True
-                    stop.wait(interval_s())
-                    continue
+            redis_outage.ok()  # the lease's call answered
+            if lease is None:
+                if not standby_logged:
+                    log.warning("another alert evaluator is active; standing by")
+                    standby_logged = True
+                stop.wait(interval_s())
+                continue
+            if not renewed:
                 log.info("alert evaluator active (every %.1f s)", interval_s())
                 standby_logged = False
             evaluator.tick()
             if trouble:
                 log.warning("alert evaluation works again")
                 trouble = False
+        except REDIS_DOWN as exc:
+            redis_outage.failed(exc, "the alert evaluator")
         except (redis.RedisError, DatabaseError) as exc:
             if not trouble:
-                log.warning("alert evaluation skipped until Redis/database answer: %s", exc)
+                log.warning(
+                    "alert evaluation skipped until this is resolved: %s",
+                    exc,
+                    exc_info=isinstance(exc, redis.RedisError),
+                )
                 trouble = True
         stop.wait(max(0.0, interval_s() - (time.monotonic() - started)))
     if lease is not None:
-        lease.release()
+        lease.release()  # nothing when Redis is down: the lease then expires by itself

@@ -19,6 +19,8 @@ from django.db.models import Count
 from django.urls import reverse
 
 from dashboard.alerts.models import ACKNOWLEDGED, OPEN, Alert
+from dashboard.monitor.redis_conn import channel_layer_outage
+from workers.outage import REDIS_DOWN
 
 log = logging.getLogger(__name__)
 
@@ -55,14 +57,19 @@ def message(opened: Iterable[Alert] = (), resolved: Iterable[Alert] = ()) -> dic
 
 
 def publish(opened: Iterable[Alert] = (), resolved: Iterable[Alert] = ()) -> bool:
-    """Send one update to every open page; False (logged) when the channel layer is
-    unreachable: pages correct themselves with the next one."""
+    """Send one update to every open page; False when it could not be sent: pages correct
+    themselves with the next one. An unreachable Redis is told once per outage
+    (``channel_layer_outage``), any other error with its traceback."""
     layer = get_channel_layer()
     if layer is None:
         return False
     try:
         async_to_sync(layer.group_send)(ALERTS_GROUP, message(opened, resolved))
-    except Exception:  # a hint: never let it stop the evaluator or an acknowledgement
-        log.warning("channel layer unavailable; alert push skipped", exc_info=True)
+    except REDIS_DOWN as exc:
+        channel_layer_outage().failed(exc, "alert pushes")
         return False
+    except Exception:  # a hint: never let it stop the evaluator or an acknowledgement
+        log.warning("channel layer failed; alert push skipped", exc_info=True)
+        return False
+    channel_layer_outage().ok()
     return True

@@ -14,12 +14,14 @@ import logging
 import re
 from typing import Any
 
+import redis
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db.models import Count
 
 from dashboard.deadletters.models import ActionItem, ActionRequest
-from dashboard.monitor.redis_conn import get_redis
+from dashboard.monitor.redis_conn import channel_layer_outage, get_redis
+from workers.outage import REDIS_DOWN, redis_outage
 
 log = logging.getLogger(__name__)
 
@@ -113,18 +115,39 @@ def request_detail(request: ActionRequest) -> dict[str, Any]:
 
 def publish(request_id: str) -> None:
     """Push the request as stored now to its progress group. Never raises: a push is a
-    hint, and losing one must not stop (or fail) the action that sent it."""
+    hint, and losing one must not stop (or fail) the action that sent it. An unreachable
+    Redis is told once per outage (``workers.outage``), any other error with its
+    traceback."""
     request = ActionRequest.objects.filter(request_id=request_id).first()
     if request is None:
         return
     try:
-        client = get_redis()
-        seq_key = SEQ_KEY_PREFIX + request_id
-        seq = int(client.incr(seq_key))
-        client.expire(seq_key, SEQ_TTL_S)
-        message = {"type": "progress.update", "seq": seq, "data": request_shape(request)}
-        layer = get_channel_layer()
-        if layer is not None:
-            async_to_sync(layer.group_send)(progress_group(request_id), message)
-    except Exception:  # Redis, the channel layer, a full channel: all mean "skip it"
+        seq = _next_seq(request_id)
+    except REDIS_DOWN as exc:
+        redis_outage.failed(exc, "dead-letter progress pushes")
+        return
+    except redis.RedisError:
         log.warning("progress push of request %s skipped", request_id, exc_info=True)
+        return
+    redis_outage.ok()
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        message = {"type": "progress.update", "seq": seq, "data": request_shape(request)}
+        async_to_sync(layer.group_send)(progress_group(request_id), message)
+    except REDIS_DOWN as exc:
+        channel_layer_outage().failed(exc, "dead-letter progress pushes")
+    except Exception:  # the database, a full channel, a bug: skip it, the action goes on
+        log.warning("progress push of request %s skipped", request_id, exc_info=True)
+    else:
+        channel_layer_outage().ok()
+
+
+def _next_seq(request_id: str) -> int:
+    """The request's next push number, shared by every publisher through Redis."""
+    client = get_redis()
+    seq_key = SEQ_KEY_PREFIX + request_id
+    seq = int(client.incr(seq_key))
+    client.expire(seq_key, SEQ_TTL_S)
+    return seq

@@ -7,13 +7,14 @@ from celery import shared_task
 
 from dashboard.deadletters.runner import run
 from dashboard.deadletters.sync import sync_dead_letters as sync
-from dashboard.monitor.redis_conn import get_redis
+from dashboard.monitor.redis_conn import get_redis, skipped_during_redis_outage
 
 
 @shared_task
+@skipped_during_redis_outage
 def sync_dead_letters() -> int:
     """One bounded sync (``sync.py``); a backlog is caught up over the next ticks.
-    Returns how many dead letters were copied."""
+    Returns how many dead letters were copied (``SKIPPED`` while Redis is unreachable)."""
     return sync(get_redis()).copied
 
 

@@ -18,7 +18,8 @@ Contract:
   dashboard shows it like any other event; nothing else pretends the history is whole.
 - **Survives hiccups.** Redis or database errors never end the loop: it backs off
   (0.5 s doubling to 10 s), drops its database connection and its cached cursor, and
-  resumes from the cursor stored in the database.
+  resumes from the cursor stored in the database. A Redis outage is logged once when it
+  starts and once when it ends (``workers.outage``), without a traceback.
 
 Live pushes are the ``Publisher``'s job (``dashboard.monitor.live``): state read at push
 time, one message per channel group per tick, numbered.
@@ -43,6 +44,7 @@ from dashboard.monitor.models import Event, EventCounter, IngestCursor
 from workers import events as ev
 from workers import keys
 from workers.events import decode_event
+from workers.outage import REDIS_DOWN, redis_outage
 from workers.redis_types import Entry, xread_entries
 
 log = logging.getLogger(__name__)
@@ -332,12 +334,23 @@ class Ingester:
         self.publisher.push()
 
     def run_forever(self, stop: threading.Event) -> None:
+        """Ingest until ``stop`` is set. Errors back off (``BACKOFF_INITIAL`` doubling up to
+        ``BACKOFF_MAX``) and never end the loop. A Redis outage is told by the process's
+        ``redis_outage`` (one warning when it starts, one when it ends); each retry is a
+        DEBUG line. A database outage, or a Redis error that is no outage (a bug, logged
+        with its traceback), is a warning per retry and one when it recovers."""
         backoff = BACKOFF_INITIAL
         failing = False
         while not stop.is_set():
             try:
                 self.run_once()
+                # Before pushing: a push that meets a new outage reports it itself, and
+                # must not be declared over by this same tick.
+                redis_outage.ok()
                 self.maybe_push()
+            except REDIS_DOWN as exc:
+                redis_outage.failed(exc, "the event ingester")
+                log.debug("ingester: Redis unavailable (%s); retrying in %.1fs", exc, backoff)
             except (redis.RedisError, DatabaseError, InterfaceError) as exc:
                 failing = True
                 log.warning(
@@ -345,18 +358,20 @@ class Ingester:
                     "Redis" if isinstance(exc, redis.RedisError) else "database",
                     exc,
                     backoff,
+                    exc_info=isinstance(exc, redis.RedisError),
                 )
-                self._reset_after_error()
-                stop.wait(backoff)
-                backoff = min(backoff * 2, BACKOFF_MAX)
+            else:
+                if failing:
+                    log.warning(
+                        "ingester: recovered; stored up to %s",
+                        self._cursor.last_id if self._cursor else "?",
+                    )
+                    failing = False
+                backoff = BACKOFF_INITIAL
                 continue
-            if failing:
-                log.warning(
-                    "ingester: recovered; stored up to %s",
-                    self._cursor.last_id if self._cursor else "?",
-                )
-                failing = False
-            backoff = BACKOFF_INITIAL
+            self._reset_after_error()
+            stop.wait(backoff)
+            backoff = min(backoff * 2, BACKOFF_MAX)
 
     def _reset_after_error(self) -> None:
         self._cursor = None

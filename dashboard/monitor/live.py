@@ -40,8 +40,10 @@ from channels.layers import get_channel_layer
 
 from dashboard.monitor.models import Event
 from dashboard.monitor.queries import NOISY_TYPES, event_dict
+from dashboard.monitor.redis_conn import channel_layer_outage
 from workers.errors import UnknownTopicError
 from workers.inspect import QueueLag, TopicState, overview, queue_of, topic_state
+from workers.outage import REDIS_DOWN
 
 log = logging.getLogger(__name__)
 
@@ -208,13 +210,20 @@ class Publisher:
 
 
 async def _send_all(layer: Any, messages: list[tuple[str, Message]]) -> int:
-    """Send every message; one that fails is logged and skipped (they are hints)."""
+    """Send every message; at the first that fails the rest are skipped (they are hints,
+    and would fail the same way; the next tick tries again). An unreachable Redis is told
+    once per outage (``channel_layer_outage``); any other error with its traceback."""
     sent = 0
     for group, message in messages:
         try:
             await layer.group_send(group, message)
-            sent += 1
+        except REDIS_DOWN as exc:
+            channel_layer_outage().failed(exc, "live pushes")
+            break
         except Exception:
-            log.warning("channel layer unavailable; %s push skipped", group, exc_info=True)
-            break  # the rest would fail the same way; the next tick tries again
+            log.warning("channel layer failed; %s push skipped", group, exc_info=True)
+            break
+        sent += 1
+    if sent:
+        channel_layer_outage().ok()
     return sent

@@ -1,4 +1,7 @@
-"""Scheduled work (Celery beat): lag sampling into the event log, and retention."""
+"""Scheduled work (Celery beat): lag sampling into the event log, and retention.
+
+``sample_lag`` is skipped while Redis is unreachable (it returns ``SKIPPED``): that tick's
+samples are missing, the next tick samples again."""
 
 from __future__ import annotations
 
@@ -6,13 +9,14 @@ from celery import shared_task
 from django.utils import timezone
 
 from dashboard.monitor import retention
-from dashboard.monitor.redis_conn import get_redis
+from dashboard.monitor.redis_conn import get_redis, skipped_during_redis_outage
 from workers import events as ev
 from workers.config import Limits
 from workers.inspect import overview
 
 
 @shared_task
+@skipped_during_redis_outage
 def sample_lag() -> int:
     """Append one ``lag_sampled`` event per (topic, queue, group): the history the queue
     charts and the nightly analytics read."""

@@ -1,5 +1,6 @@
 """``manage.py alerts run``: the evaluator and the dispatcher in the foreground (``make
-run`` starts it); ``--once`` evaluates and sends once and exits.
+run`` starts it); ``--once`` evaluates and sends once and exits (status 1, one line, when
+Redis is unreachable).
 ``manage.py alerts list [--state open|acknowledged|resolved] [--rule R] [--limit N]
 [--json]``: the alerts, newest first (``--json``: a list of objects with ``id``, ``rule``,
 ``state``, ``severity``, ``topic``, ``group``, ``queue``, ``key``, ``consumer``,
@@ -20,6 +21,7 @@ from dashboard.alerts import dispatch, evaluate
 from dashboard.alerts.models import STATES, Alert
 from dashboard.alerts.rules import RULES
 from dashboard.monitor.redis_conn import get_redis
+from workers.outage import REDIS_DOWN, describe
 
 
 def _iso(value: Any) -> str | None:
@@ -61,10 +63,18 @@ class Command(BaseCommand):
         if options["action"] == "list":
             self._list(options)
         elif options["once"]:
-            evaluate.Evaluator(get_redis()).tick()
-            dispatch.send_due()
+            self._once()
         else:
             self._run()
+
+    def _once(self) -> None:
+        try:
+            evaluate.Evaluator(get_redis()).tick()
+        except REDIS_DOWN as exc:  # an outage, not a bug: one line and exit status 1
+            raise CommandError(
+                f"Redis is unreachable ({describe(exc)}); nothing evaluated"
+            ) from None
+        dispatch.send_due()
 
     def _list(self, options: dict[str, Any]) -> None:
         if options["limit"] < 1:
