@@ -70,8 +70,7 @@ class Outage:
                 return False
             self._since, self._where = now, where
         self._log.warning(
-            "lockstep: Redis is unreachable (%s, seen by %s); consumption pauses and resumes "
-            "by itself when it is back",
+            "lockstep: Redis is unreachable (%s, seen by %s); waiting for it to come back",
             describe(exc),
             where,
         )
