@@ -13,14 +13,13 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import pytest
 import redis
 from django.contrib.auth.models import User
 from django.test import Client
-from django.test.client import _MonkeyPatchedWSGIResponse as Response
 from django.urls import URLPattern, URLResolver, get_resolver
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -32,6 +31,9 @@ from tests.dashboard.helpers import produce
 from tests.dashboard.scenarios import ingest_all, write_event
 from workers import create_topic
 from workers.topics import register_group
+
+if TYPE_CHECKING:  # the test client's response type exists only in django-stubs
+    from django.test.client import _MonkeyPatchedWSGIResponse as Response
 
 __all__ = ["admin_user", "operator", "viewer"]  # the role fixtures, shared
 
