@@ -3,7 +3,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-BENCHMARKS = ("runtime", "ordering", "dashboard", "deadletters")
+BENCHMARKS = ("runtime", "ordering", "dashboard", "deadletters", "storage", "soak")
 
 
 class Command(BaseCommand):
@@ -19,7 +19,7 @@ class Command(BaseCommand):
             help="runtime: messages per run (20,000); ordering: messages "
             "of the no-op cases (60,000); dashboard: messages per "
             "events on/off run (200,000); deadletters: dead letters in the "
-            "group (100,000)",
+            "group (100,000); storage: messages per run (6,000)",
         )
         parser.add_argument(
             "--repeats",
@@ -27,6 +27,25 @@ class Command(BaseCommand):
             default=None,
             help="runs per case, medians reported (runtime 3, ordering 5, "
             "dashboard 5 of each of on and off, deadletters 15 requests per filter)",
+        )
+        parser.add_argument(
+            "--rate",
+            type=float,
+            default=None,
+            help="storage: messages produced per second (200)",
+        )
+        parser.add_argument(
+            "--commit-event-interval",
+            type=float,
+            default=None,
+            help="storage: run only this LOCKSTEP_COMMIT_EVENT_INTERVAL (s) instead of "
+            "before (0.1) and after (the default)",
+        )
+        parser.add_argument(
+            "--minutes",
+            type=float,
+            default=None,
+            help="soak: minutes at half the maximum consume rate (30)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -36,7 +55,9 @@ class Command(BaseCommand):
         repeats = options["repeats"]
         if repeats is not None and repeats < 1:
             raise CommandError("--repeats must be at least 1")
-        if options["name"] == "deadletters":
+        if options["name"] in ("storage", "soak"):
+            result = _storage_or_soak(options)
+        elif options["name"] == "deadletters":
             from bench import deadletters
 
             result = deadletters.run(messages or 100_000, repeats or 15)
@@ -57,3 +78,22 @@ class Command(BaseCommand):
         else:
             for k, v in result.items():
                 self.stdout.write(f"{k}: {v}")
+
+
+def _storage_or_soak(options: dict[str, Any]) -> dict[str, Any]:
+    if options["name"] == "soak":
+        from bench import soak
+
+        minutes = options["minutes"] if options["minutes"] is not None else 30.0
+        if minutes <= 0:
+            raise CommandError("--minutes must be positive")
+        return soak.run(minutes)
+    from bench import storage
+
+    rate = options["rate"] if options["rate"] is not None else 200.0
+    interval = options["commit_event_interval"]
+    if rate <= 0:
+        raise CommandError("--rate must be positive")
+    if interval is not None and interval < 0:
+        raise CommandError("--commit-event-interval must be at least 0")
+    return storage.run(options["messages"] or 6000, rate, interval)
