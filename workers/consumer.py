@@ -55,6 +55,7 @@ class Consumer:
             enabled=events_enabled,
             flush_interval=self.timings.event_flush_interval_s,
             maxlen=limits.events_maxlen,
+            commit_event_interval=self.timings.commit_event_interval_s,
         )
         self.consumer_id = consumer_id or default_consumer_id()
         self.subscriptions = list(subscriptions)
