@@ -19,9 +19,7 @@ def operator(django_user_model: type[User]) -> User:
 
 
 def attempt(client: Client, password: str, username: str = "olga", address: str = "10.0.0.7"):
-    return client.post(
-        "/login/", {"username": username, "password": password}, REMOTE_ADDR=address
-    )
+    return client.post("/login/", {"username": username, "password": password}, REMOTE_ADDR=address)
 
 
 def test_it_logs_in_with_the_right_password_after_a_few_typos(operator: User) -> None:
