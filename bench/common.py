@@ -213,11 +213,16 @@ class ConsumerProcess:
         self._stderr.close()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        terminate(self.proc)
         self._stderr.close()
+
+
+def terminate(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (a graceful stop) and wait for the exit; SIGKILL after 30 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)

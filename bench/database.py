@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
-from bench.common import ROOT
+from bench.common import ROOT, terminate
 
 EVENT_TABLE = "monitor_event"
 CURSOR_TABLE = "monitor_ingestcursor"
@@ -124,11 +124,5 @@ class IngesterProcess:
             raise RuntimeError(f"the ingester exited ({self.proc.returncode})")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        terminate(self.proc)
         self._log.close()

@@ -90,6 +90,7 @@ def test_it_releases_every_queue_and_the_survivor_takes_them_within_two_seconds(
         staying.kill()
         producer.close()
 
+    print(f"stop took {exited - asked:.2f}s; takeover {taken_over - exited:.2f}s after the exit")
     assert code == 0, leaving.output()[-3000:]
     assert exited - asked < 5 + 3, f"the stop took {exited - asked:.1f}s"
     assert taken_over - exited < 2.0, f"takeover {taken_over - exited:.2f}s after the exit"

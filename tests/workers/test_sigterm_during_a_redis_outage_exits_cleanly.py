@@ -59,6 +59,7 @@ def test_it_exits_zero_within_the_shutdown_timeout_and_loses_nothing(tmp_path: P
         producer.close()
         server.stop()
 
+    print(f"stop during the outage took {took:.2f}s")
     assert code == 0, first.output()[-3000:]
     # The timeout bounds the stop; starting Python's exit and the signal round trip add a bit.
     assert took < SHUTDOWN_TIMEOUT_S + 2, f"the stop took {took:.1f}s"
