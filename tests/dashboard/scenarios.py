@@ -53,13 +53,14 @@ def consuming(
     group: str,
     handler: FailOn,
     consumer_id: str | None = None,
+    timings: Timings = QUICK,
     **options: Any,
 ) -> Iterator[Consumer]:
     """One in-process consumer of (topic, group) with ``handler``; ``options`` are
     ``Subscription`` fields (ordering, max_reconsume_times, ...). Stopped after."""
     sub = Subscription(topic, group, handler=HANDLER, **options)
     consumer = Consumer(
-        redis_url, [sub], handlers={HANDLER: handler}, timings=QUICK, consumer_id=consumer_id
+        redis_url, [sub], handlers={HANDLER: handler}, timings=timings, consumer_id=consumer_id
     )
     consumer.start()
     try:

@@ -4,6 +4,7 @@ views still show every commit as it happens."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -13,11 +14,14 @@ from django.test import Client
 
 from dashboard.monitor.models import Event
 from tests.dashboard.helpers import produce, wait_until
-from tests.dashboard.scenarios import FailOn, consuming, ingest_all
+from tests.dashboard.scenarios import QUICK, FailOn, consuming, ingest_all
 from workers import create_topic
 from workers import events as ev
 
 pytestmark = pytest.mark.django_db
+
+# Commit events ten minutes apart: every commit after the first waits for its interval.
+SLOW_COMMIT_EVENTS = replace(QUICK, commit_event_interval_s=600)
 
 
 def _get(client: Client, url: str) -> dict[str, Any]:
@@ -32,14 +36,12 @@ def test_it_shows_every_commit_while_the_commit_events_wait_for_their_interval(
     viewer: User,
     redis_client: redis.Redis,
     redis_url: str,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("LOCKSTEP_COMMIT_EVENT_INTERVAL", "600")
     create_topic(redis_client, "orders", 1)
     client.force_login(viewer)
     handler = FailOn()
 
-    with consuming(redis_url, "orders", "mailer", handler):
+    with consuming(redis_url, "orders", "mailer", handler, timings=SLOW_COMMIT_EVENTS):
         sent = produce(redis_url, "orders", [f"order-{i}" for i in range(30)])
         wait_until(lambda: handler.count() == len(sent), lambda ok: ok)
         queue = wait_until(

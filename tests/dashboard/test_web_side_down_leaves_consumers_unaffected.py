@@ -33,7 +33,15 @@ def test_it_keeps_consumers_at_full_speed_and_stores_their_events_afterwards(
     load_topic(redis_client, "orders", QUEUES, BACKLOG, key_count=500)
     web.start("web")
     web.start("ingester")
-    consumer = ConsumerProcess(redis_url, "orders", "mailer", ["--handler", SLEEP_5MS])
+    # A commit event every 0.1 s per queue (not the default 5 s): the test counts the
+    # events emitted while the web side is down, so they must come often.
+    consumer = ConsumerProcess(
+        redis_url,
+        "orders",
+        "mailer",
+        ["--handler", SLEEP_5MS],
+        env={"LOCKSTEP_COMMIT_EVENT_INTERVAL": "0.1"},
+    )
     try:
         wait_until(
             lambda: committed_total(redis_client, "orders", "mailer", QUEUES),
