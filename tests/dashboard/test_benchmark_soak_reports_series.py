@@ -49,7 +49,8 @@ def test_it_prints_a_series_and_a_summary_of_a_short_soak() -> None:
     result = json.loads(done.stdout)
     series, summary = result["series"], result["summary"]
     assert result["max_consume_rate_per_s"] > 0
-    assert result["rate_per_s"] == round(result["max_consume_rate_per_s"] / 2)
+    # Both figures are rounded from the unrounded maximum: half of it may differ by one.
+    assert abs(result["rate_per_s"] - result["max_consume_rate_per_s"] / 2) <= 1
     assert len(series) >= 3
     assert all(set(sample) == SAMPLE_FIELDS for sample in series)
     assert [s["t_s"] for s in series] == sorted(s["t_s"] for s in series)
