@@ -14,6 +14,7 @@ import threading
 import time
 from collections import Counter
 
+import pytest
 import redis
 
 from tests.workers.conftest import SpawnConsumer
@@ -77,12 +78,21 @@ def _freeze_the_consumer_in_the_slow_handler(
     return frozen
 
 
+# Queue ordering commits the handled position on an interval (the default) or after every
+# batch: both must keep the invariants.
+@pytest.mark.parametrize("commit_interval_ms", ["200", "0"], ids=["interval", "every-batch"])
 def test_it_keeps_every_key_in_order_and_loses_nothing_through_kill_pause_and_join(
-    redis_client: redis.Redis, producer: Producer, spawn_consumer: SpawnConsumer
+    redis_client: redis.Redis,
+    producer: Producer,
+    spawn_consumer: SpawnConsumer,
+    commit_interval_ms: str,
 ) -> None:
     create_topic(redis_client, TOPIC, QUEUES)
     env = {"LOCKSTEP_TEST_MAX_DELAY_MS": "2"}
-    first = {cid: spawn_consumer(TOPIC, GROUP, cid, env=env) for cid in ("ol-a", "ol-b", "ol-c")}
+    args = ("--commit-interval-ms", commit_interval_ms)
+    first = {
+        cid: spawn_consumer(TOPIC, GROUP, cid, *args, env=env) for cid in ("ol-a", "ol-b", "ol-c")
+    }
     wait_until(
         lambda: (
             len(lock_owners(redis_client, TOPIC, GROUP, QUEUES)) == QUEUES
@@ -106,7 +116,7 @@ def test_it_keeps_every_key_in_order_and_loses_nothing_through_kill_pause_and_jo
         time.sleep(FREEZE_S)
         frozen.signal(signal.SIGCONT)
 
-        joiner = spawn_consumer(TOPIC, GROUP, "ol-d", env=env)
+        joiner = spawn_consumer(TOPIC, GROUP, "ol-d", *args, env=env)
         wait_until(lambda: "ol-d" in registered(redis_client, GROUP, TOPIC), 30, "ol-d to join")
         backlog_when_joined = len(sends) - handled_count(redis_client)
     finally:

@@ -6,10 +6,16 @@ Beyond the base contract:
   ``MessageQueueLock``); ``consume_lock`` is held exactly while the handler runs and its
   result is processed, so a release never happens in the middle of a message.
 - The handler gets up to ``batch_size`` messages in offset order. On success the offset
-  after the batch is committed; on a suspend every message of the batch has its reconsume
-  count bumped and the queue pauses, then retries the same batch; a message at
-  ``max_reconsume_times`` is dead-lettered and committed past in one fenced step.
-- Committed offset = the smallest offset not yet done (handled or dead-lettered).
+  after the batch becomes the handled position; on a suspend every message of the batch
+  has its reconsume count bumped and the queue pauses, then retries the same batch; a
+  message at ``max_reconsume_times`` is dead-lettered and committed past in one fenced
+  step.
+- Committed offset = the smallest offset not yet done (handled or dead-lettered). The
+  handled position is committed (fenced) at most every ``commit_interval_ms``, when the
+  queue goes idle, before a suspend, and in ``finish`` before the queue is unlocked; a
+  dead-letter move commits it with itself. With ``commit_interval_ms = 0`` every batch
+  is committed when it ends. A crash redelivers at most what was handled since the last
+  commit (docs/semantics.md §9).
 See docs/semantics.md.
 """
 
@@ -32,6 +38,7 @@ from workers.ordering.base import (
     WorkerEnv,
     malformed_dead_letter,
 )
+from workers.outage import REDIS_DOWN
 from workers.refs import QueueRef
 
 # Entries read per round trip: enough to amortise the read over many batches, bounded so a
@@ -46,6 +53,9 @@ class QueueOrderingWorker(QueueWorker):
         self.buffer: deque[Item] = deque()
         self.paused_until = 0.0
         self.failures = FailureLog()
+        self._interval_s = env.sub.commit_interval_ms / 1000.0
+        self._unwritten: int | None = None  # handled position not yet committed
+        self._commit_due = 0.0
 
     # -- the contract ----------------------------------------------------------------
     def restore(self) -> None:
@@ -64,6 +74,7 @@ class QueueOrderingWorker(QueueWorker):
                 self.stopping.wait(min(self.paused_until - now, 0.1))
                 continue
             if not self.buffer and not self._fill(t.poll_block_s):
+                self._write_commit()  # idle: the stored offset catches up at once
                 self.state = "idle"
                 streak_start = time.monotonic()
                 continue
@@ -75,7 +86,14 @@ class QueueOrderingWorker(QueueWorker):
                 streak_start = time.monotonic()
 
     def finish(self) -> None:
-        """Nothing to write: every batch was committed (or not done) when it ended."""
+        """Commit the handled position, unless the queue was fenced, lost or abandoned
+        (nothing more may be written then)."""
+        if not self.release_lock:
+            return
+        try:
+            self._write_commit()
+        except REDIS_DOWN as exc:
+            self.redis_failed(exc)
 
     def commit_point(self) -> int:
         # A foreign entry holds no place in the order (its offset may be one done already).
@@ -124,7 +142,9 @@ class QueueOrderingWorker(QueueWorker):
             self.buffer.popleft()
             self.failures.take(m.offset)
             self.report_handled(m)
-        self._commit(batch[-1].offset + 1)
+        self._unwritten = batch[-1].offset + 1
+        if self._interval_s <= 0 or time.monotonic() >= self._commit_due:
+            self._write_commit()
 
     def _on_suspend(self, batch: list[Message], error: str, suspend_s: float) -> None:
         limit = self.env.sub.max_reconsume_times
@@ -135,7 +155,7 @@ class QueueOrderingWorker(QueueWorker):
         for m in doomed:
             if not self._dead_letter(m, error):
                 return
-        if not retry:
+        if not retry or not self._write_commit():  # a suspended queue's position is stored
             return
         self.paused_until = time.monotonic() + suspend_s
         self.last_error = error
@@ -158,6 +178,7 @@ class QueueOrderingWorker(QueueWorker):
         result = self._move_to_dead_letters(entry)
         if not self.accepted(result, self.commit_point()):
             return False
+        self._unwritten = None  # the move committed past it
         self.report_dead_letter(message, error, result.dlq_id, self.commit_point())
         return True
 
@@ -167,6 +188,7 @@ class QueueOrderingWorker(QueueWorker):
             malformed_dead_letter(self.ref, self.env.sub.group, bad)
         )
         if self.accepted(result, self.commit_point()):
+            self._unwritten = None  # the move committed past it
             self.report_malformed(bad, result.dlq_id)
 
     def _move_to_dead_letters(self, entry: dict[str, Any]) -> CommitResult:
@@ -182,6 +204,13 @@ class QueueOrderingWorker(QueueWorker):
             entry,
             offset_group=env.offset_group,
         )
+
+    def _write_commit(self) -> bool:
+        """Commit the handled position if it moved since the last commit; False when the
+        commit was refused (the queue is then dropped)."""
+        offset, self._unwritten = self._unwritten, None
+        self._commit_due = time.monotonic() + self._interval_s
+        return offset is None or self._commit(offset)
 
     def _commit(self, offset: int) -> bool:
         env = self.env

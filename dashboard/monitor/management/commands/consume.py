@@ -60,6 +60,12 @@ class Command(BaseCommand):
             default=500,
             help="key ordering: how often offsets are committed",
         )
+        parser.add_argument(
+            "--commit-interval-ms",
+            type=int,
+            default=200,
+            help="queue ordering: how often the handled position is committed (0: every batch)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -80,6 +86,7 @@ class Command(BaseCommand):
                 retry_factor=options["retry_factor"],
                 retry_max_ms=options["retry_max_ms"],
                 flush_interval_ms=options["flush_interval_ms"],
+                commit_interval_ms=options["commit_interval_ms"],
             )
             import_handler(sub.handler)
             consumer = Consumer(
