@@ -8,6 +8,7 @@ import time
 from functools import partial
 from pathlib import Path
 
+import pytest
 import redis
 
 from tests.support import RestartableRedis
@@ -36,7 +37,11 @@ def _handled(records: Path, group: str, at_least: int) -> bool:
     return len({(r["q"], r["o"]) for r in recorded(records, group)}) >= at_least
 
 
-def test_it_logs_one_warning_each_way_and_no_handler_error(tmp_path: Path) -> None:
+# Queue ordering's commit interval: the default, and a commit after every batch.
+@pytest.mark.parametrize("commit_interval_ms", ["200", "0"], ids=["interval", "every-batch"])
+def test_it_logs_one_warning_each_way_and_no_handler_error(
+    tmp_path: Path, commit_interval_ms: str
+) -> None:
     server = RestartableRedis(tmp_path)
     server.start()
     client = redis.Redis.from_url(server.url)
@@ -47,7 +52,10 @@ def test_it_logs_one_warning_each_way_and_no_handler_error(tmp_path: Path) -> No
         ConsumerProcess(
             server.url, "ledger", group, group, tmp_path, ["--handler", FILE_HANDLER, *args], env
         ).start()
-        for group, args in (("by-queue", []), ("by-key", ["--ordering", "key"]))
+        for group, args in (
+            ("by-queue", ["--commit-interval-ms", commit_interval_ms]),
+            ("by-key", ["--ordering", "key"]),
+        )
     ]
     producer = Producer(server.url)
     try:
