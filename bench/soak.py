@@ -7,6 +7,7 @@ On a private redis-server, with its own SQLite database in a temporary directory
    its commits per second over ``PROBE_SECONDS`` once it is running.
 2. **Soak**: ``manage.py ingest_events`` into the database, a fresh consumer as above on
    another topic, and a producer thread in this process sending at half the maximum rate
+   (pipelined produce-script calls, paced every ``PRODUCE_TICK_S``)
    for ``minutes``. Every ``sample_s`` (10 s; shorter for runs under a minute, so a short
    run still has a few samples) it records throughput, lag (offsets, and seconds: the age
    of the oldest unconsumed message), the consumer's and the ingester's RSS, the
@@ -30,14 +31,24 @@ import redis
 from bench import database
 from bench.common import ConsumerProcess, committed_total, load_topic, private_redis
 from bench.storage import wait_until_owned
-from workers import Producer
+from workers import keys
+from workers.hashing import queue_for_key
 from workers.inspect import overview
+from workers.refs import QueueRef
+from workers.scripts import script
 from workers.topics import create_topic
 
 QUEUES = 8
 KEY_COUNT = 4000
 CONSUMER_ARGS = ["--handler", "bench.handlers.noop", "--ordering", "queue"]
-PROBE_MESSAGES = 60_000  # enough backlog for a few seconds of a consumer flat out
+# Enough backlog for a few seconds of a consumer flat out (queue ordering at batch 1 runs
+# at about 100,000 messages a second here since it commits on an interval).
+PROBE_MESSAGES = 400_000
+# The producer sends what is due every tick in one pipeline of produce-script calls: a
+# synchronous send per message reaches only about 10,000 messages a second here, far
+# below half the consumer's maximum.
+PRODUCE_TICK_S = 0.01
+PRODUCE_PIPELINE_MAX = 5_000
 PROBE_SECONDS = 4.0
 SAMPLE_S = 10.0
 # Flat: neither process grew by more than this over the second half of the run (an
@@ -93,11 +104,14 @@ def _probe(url: str) -> float:
 
 
 class _SteadyProducer(threading.Thread):
-    """Sends at ``rate`` a second until stopped; ``sent`` counts what Redis stored."""
+    """Sends at ``rate`` a second until stopped, through the runtime's produce script
+    (the same dense offsets and fields as ``Producer.send``), in one pipeline per tick;
+    ``sent`` counts what Redis stored. A key's messages go out in order."""
 
     def __init__(self, url: str, topic: str, rate: float) -> None:
         super().__init__(name="soak-producer", daemon=True)
-        self._producer = Producer(url)
+        self._client = redis.Redis.from_url(url)
+        self._produce = script(self._client, "produce")
         self._topic, self._rate = topic, rate
         self._halt = threading.Event()
         self.sent = 0
@@ -106,19 +120,30 @@ class _SteadyProducer(threading.Thread):
     def run(self) -> None:
         started = time.monotonic()
         try:
-            while not self._halt.is_set():
-                ahead = started + self.sent / self._rate - time.monotonic()
-                if ahead > 0:
-                    time.sleep(ahead)
-                self._producer.send(self._topic, f"k{self.sent % KEY_COUNT}", b"x" * 100)
-                self.sent += 1
+            while not self._halt.wait(PRODUCE_TICK_S):
+                due = int((time.monotonic() - started) * self._rate) - self.sent
+                if due > 0:
+                    self._send(min(due, PRODUCE_PIPELINE_MAX))
         except BaseException as exc:  # reported by the sampling loop
             self.error = exc
+
+    def _send(self, count: int) -> None:
+        pipe = self._client.pipeline(transaction=False)
+        for n in range(self.sent, self.sent + count):
+            key = f"k{n % KEY_COUNT}"
+            ref = QueueRef(self._topic, queue_for_key(key, QUEUES))
+            self._produce(
+                keys=[keys.stream(ref), keys.sequence(ref)],
+                args=[key, b"x" * 100, "{}", 0],
+                client=pipe,
+            )
+        pipe.execute()
+        self.sent += count
 
     def stop(self) -> None:
         self._halt.set()
         self.join(30)
-        self._producer.close()
+        self._client.close()
 
 
 def _soak(url: str, db_path: Path, rate: float, duration_s: float, every: float) -> list[Any]:
