@@ -185,24 +185,7 @@ def kill_case(
         args,
         env={**KILL_TIMINGS, "LOCKSTEP_BENCH_SLOW_KEY": SLOW_KEY, "LOCKSTEP_BENCH_SLOW_S": "600"},
     )
-    samples: list[tuple[float, int]] = []
-    deadline = time.monotonic() + timeout
-    try:
-        while True:
-            first.sample()
-            n = client.hlen(handled)
-            now = time.monotonic()
-            samples.append((now, n))
-            if n >= kill_at:
-                break
-            if now > deadline:
-                raise TimeoutError("kill case: the first consumer made no progress")
-            time.sleep(0.01)
-        killed_at = time.monotonic()
-        first.kill()
-    except BaseException:
-        first.stop()
-        raise
+    samples, killed_at = _kill_after(client, first, handled, kill_at, timeout)
     # The process is gone: what it left in Redis is what the next owner starts from.
     done_at_kill = {_parse_field(as_bytes(f)) for f in client.hkeys(handled)}
     stored = [client.hgetall(keys.offset(QueueRef(topic, q), group)) for q in range(KILL_QUEUES)]
@@ -264,21 +247,7 @@ def queue_kill_case(url: str, messages: int, timeout: float = 120.0) -> dict[str
     handled = handled_key(topic, group)
     interval_s = _queue_commit_interval_ms() / 1000.0
     first = ConsumerProcess(url, topic, group, args, env=KILL_TIMINGS)
-    samples: list[tuple[float, int]] = []
-    deadline = time.monotonic() + timeout
-    try:
-        while (n := client.hlen(handled)) < messages // 2:
-            first.sample()
-            samples.append((time.monotonic(), n))
-            if time.monotonic() > deadline:
-                raise TimeoutError("queue kill case: the first consumer made no progress")
-            time.sleep(0.005)
-        killed_at = time.monotonic()
-        first.kill()
-    except BaseException:
-        first.stop()
-        raise
-    samples.append((killed_at, client.hlen(handled)))
+    samples, killed_at = _kill_after(client, first, handled, messages // 2, timeout)
     handled_before = client.hlen(handled)
     committed_at_kill = committed_total(client, topic, group, 1)
     in_last_interval = handled_before - _count_at(samples, killed_at - interval_s)
@@ -311,6 +280,30 @@ def _queue_commit_interval_ms() -> int:
     from workers.config import Subscription
 
     return int(getattr(Subscription, "commit_interval_ms", 0))
+
+
+def _kill_after(
+    client: redis.Redis, consumer: ConsumerProcess, handled: str, count: int, timeout: float
+) -> tuple[list[tuple[float, int]], float]:
+    """SIGKILL ``consumer`` once ``count`` messages were handled (``handled`` is the
+    recording handler's hash); returns the (time, handled) samples taken meanwhile, the
+    last one at the kill, and the time of the kill."""
+    samples: list[tuple[float, int]] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while (n := client.hlen(handled)) < count:
+            consumer.sample()
+            samples.append((time.monotonic(), n))
+            if time.monotonic() > deadline:
+                raise TimeoutError("kill case: the first consumer made no progress")
+            time.sleep(0.005)
+        killed_at = time.monotonic()
+        consumer.kill()
+    except BaseException:
+        consumer.stop()
+        raise
+    samples.append((killed_at, client.hlen(handled)))
+    return samples, killed_at
 
 
 def _parse_field(field: bytes) -> tuple[int, int]:
