@@ -1,54 +1,123 @@
-"""The nightly job: extract → transform → load, in one call."""
+"""The nightly job: extract → transform → load for one UTC day, in one call."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from datetime import date
 
 from pyspark.sql import SparkSession
 
 from analytics import load, transform
-from analytics.extract import read_events
+from analytics.extract import DayData, read_day
 
-# A queue behind with an unchanged offset for a minute is stuck: lag sampling runs every
-# 10 s by default, so that is six samples in a row, not one slow handler call.
+# The live view's default (LOCKSTEP_STUCK_AFTER_SECONDS) and the lag alert's
+# (LOCKSTEP_ALERT_LAG_SECONDS); the Django side passes its settings.
 DEFAULT_STUCK_SECONDS = 60.0
-# The report shows a few examples of malformed events; the count says how many there were.
-MALFORMED_EXAMPLES = 5
+DEFAULT_LAG_THRESHOLD_S = 300.0
+DEFAULT_MAX_SAMPLE_GAP_S = 60.0
+DEFAULT_TOP_N = 20
+
+# (stage, percent done) → None: told before each stage, so a page can show progress.
+Progress = Callable[[str, int], None]
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    stuck_seconds: float = DEFAULT_STUCK_SECONDS
+    lag_threshold_s: float = DEFAULT_LAG_THRESHOLD_S
+    max_sample_gap_s: float = DEFAULT_MAX_SAMPLE_GAP_S
+    top_n: int = DEFAULT_TOP_N
 
 
 @dataclass(frozen=True)
 class JobResult:
-    events: int
-    malformed: int
-    malformed_examples: list[load.MalformedRow] = field(default_factory=list)
-    lag_summary: list[load.LagSummaryRow] = field(default_factory=list)
-    stuck_intervals: list[load.StuckIntervalRow] = field(default_factory=list)
+    day: date
+    messages_read: int
+    events_read: int
+    samples_read: int
+    hourly_queue: list[load.Row] = field(default_factory=list)
+    hourly_group: list[load.Row] = field(default_factory=list)
+    queue_day: list[load.Row] = field(default_factory=list)
+    group_day: list[load.Row] = field(default_factory=list)
+    stuck_episodes: list[load.Row] = field(default_factory=list)
+    retry_hotspots: list[load.Row] = field(default_factory=list)
+    key_skew: list[load.Row] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.messages_read or self.events_read or self.samples_read)
+
+
+def _silent(stage: str, percent: int) -> None:
+    return None
 
 
 def run_job(
     spark: SparkSession,
-    path: str | Path,
-    *,
-    stuck_seconds: float = DEFAULT_STUCK_SECONDS,
-    malformed_examples: int = MALFORMED_EXAMPLES,
+    uri: str,
+    day: date,
+    options: JobOptions | None = None,
+    progress: Progress = _silent,
 ) -> JobResult:
-    """Analyse one export file. Malformed events are counted and skipped, never fatal;
-    an empty file gives a result with no rows. Raises only on Spark or I/O failure."""
-    events = read_events(spark, path)
+    """Analyse ``day`` (UTC) of the data set at ``uri`` (docs/analytics.md §3).
+
+    A day without data gives a result with no rows (``empty``). Rows that break the
+    layout's contract (no topic, no time) are left out by the transforms. Raises only on
+    Spark or I/O failure. Every collect is bounded (queues × hours, episodes, top lists).
+    """
+    opts = options or JobOptions()
+    progress("extract", 5)
+    data = read_day(spark, uri, day)
     try:
-        total = events.count()
-        malformed, examples = load.malformed_rows(
-            transform.malformed_events(events), malformed_examples
-        )
-        return JobResult(
-            events=total,
-            malformed=malformed,
-            malformed_examples=examples,
-            lag_summary=load.lag_summary_rows(transform.lag_summary(events)),
-            stuck_intervals=load.stuck_interval_rows(
-                transform.stuck_intervals(events, stuck_seconds)
-            ),
-        )
+        return _analyse(data, day, opts, progress)
     finally:
-        events.unpersist()
+        data.unpersist()
+
+
+def _analyse(data: DayData, day: date, opts: JobOptions, progress: Progress) -> JobResult:
+    counts = data.counts()
+    progress("lag", 20)
+    hourly_queue = transform.hourly_queue(
+        data.samples, data.messages, opts.lag_threshold_s, opts.max_sample_gap_s
+    )
+    hourly_group = transform.hourly_group(
+        data.samples, data.messages, opts.lag_threshold_s, opts.max_sample_gap_s
+    )
+    progress("stuck", 45)
+    episodes = transform.stuck_episodes(data.samples, data.events, opts.stuck_seconds)
+    progress("retries", 60)
+    hotspots = transform.retry_hotspots(data.events, opts.top_n)
+    progress("skew", 70)
+    skew = transform.key_skew(data.messages)
+    progress("churn", 80)
+    queue_day = transform.queue_day(
+        data.samples,
+        data.messages,
+        data.events,
+        episodes,
+        opts.lag_threshold_s,
+        opts.max_sample_gap_s,
+    )
+    group_day = transform.group_day(
+        data.samples,
+        data.messages,
+        data.events,
+        episodes,
+        opts.lag_threshold_s,
+        opts.max_sample_gap_s,
+    )
+    progress("collect", 90)
+    return JobResult(
+        day=day,
+        messages_read=counts.messages,
+        events_read=counts.events,
+        samples_read=counts.samples,
+        hourly_queue=load.rows(hourly_queue),
+        hourly_group=load.rows(hourly_group),
+        queue_day=load.rows(queue_day),
+        group_day=load.rows(group_day),
+        stuck_episodes=load.episode_rows(episodes),
+        retry_hotspots=load.rows(hotspots),
+        key_skew=load.rows(skew),
+    )

@@ -1,7 +1,9 @@
 """Typed settings helpers for Django: the runtime's helpers, re-raised as
 ``ImproperlyConfigured`` so a bad value stops the web side at start-up."""
 
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
@@ -70,3 +72,38 @@ def weak_secret_key(key: str, development_key: str) -> str:
             f"print(secrets.token_urlsafe(50))')"
         )
     return ""
+
+
+def analytics_uri(value: str, base_dir: Path) -> str:
+    """The analytics data location: a URI with a scheme (``file://``, ``hdfs://``,
+    ``s3a://``, …) is kept exactly as given; a plain path becomes an absolute local path
+    (relative ones from ``base_dir``)."""
+    value = value.strip()
+    if not value:
+        raise ImproperlyConfigured("LOCKSTEP_ANALYTICS_URI must not be empty")
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+://", value):
+        return value
+    return str((base_dir / value).resolve())
+
+
+def nightly_at(value: str) -> tuple[int, int]:
+    """``HH:MM`` (UTC, 24-hour) → (hour, minute); anything else is refused."""
+    match = re.fullmatch(r"\s*(\d{1,2}):(\d{2})\s*", value)
+    if not match or int(match[1]) > 23 or int(match[2]) > 59:
+        raise ImproperlyConfigured(
+            f"LOCKSTEP_ANALYTICS_NIGHTLY_AT must be HH:MM (UTC, 00:00-23:59), got {value!r}"
+        )
+    return int(match[1]), int(match[2])
+
+
+def spark_conf(value: str) -> dict[str, str]:
+    """``key=value,key=value`` → a dict; a pair without ``=`` or an empty key is refused."""
+    conf: dict[str, str] = {}
+    for pair in filter(None, (p.strip() for p in value.split(","))):
+        key, sep, val = pair.partition("=")
+        if not sep or not key.strip():
+            raise ImproperlyConfigured(
+                f"LOCKSTEP_SPARK_CONF must be key=value pairs separated by commas, got {pair!r}"
+            )
+        conf[key.strip()] = val.strip()
+    return conf

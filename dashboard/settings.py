@@ -7,7 +7,17 @@ import environ
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
-from dashboard.env import env_bool, env_choice, env_float, env_int, env_str, weak_secret_key
+from dashboard.env import (
+    analytics_uri,
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_str,
+    nightly_at,
+    spark_conf,
+    weak_secret_key,
+)
 from workers.config import subscriptions_from_json
 from workers.errors import ConfigurationError
 
@@ -198,6 +208,10 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # About 90 samples per 15-minute chart; stuck detection and lag_trend read them too.
 LOCKSTEP_LAG_SAMPLE_SECONDS = env_float("LOCKSTEP_LAG_SAMPLE_SECONDS", 10.0, minimum=1.0)
+# Analytics (docs/analytics.md): how often new events, samples and messages are appended
+# to the data set (s), and when (UTC, HH:MM) the nightly run analyses the day before.
+LOCKSTEP_ANALYTICS_WRITE_SECONDS = env_float("LOCKSTEP_ANALYTICS_WRITE_SECONDS", 60.0, minimum=1.0)
+LOCKSTEP_ANALYTICS_NIGHTLY_AT = nightly_at(env_str("LOCKSTEP_ANALYTICS_NIGHTLY_AT", "02:30"))
 CELERY_BEAT_SCHEDULE = {
     "lockstep-sample-lag": {
         "task": "dashboard.monitor.tasks.sample_lag",
@@ -214,8 +228,15 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": LOCKSTEP_DEAD_LETTER_SYNC_SECONDS},
     },
     "lockstep-nightly-analytics": {
-        "task": "dashboard.reports.tasks.run_analytics",
-        "schedule": crontab(hour="2", minute="30"),
+        "task": "dashboard.reports.tasks.run_nightly_analytics",
+        "schedule": crontab(
+            hour=str(LOCKSTEP_ANALYTICS_NIGHTLY_AT[0]), minute=str(LOCKSTEP_ANALYTICS_NIGHTLY_AT[1])
+        ),
+    },
+    "lockstep-write-analytics-data": {
+        "task": "dashboard.reports.tasks.write_analytics_data",
+        "schedule": LOCKSTEP_ANALYTICS_WRITE_SECONDS,
+        "options": {"expires": LOCKSTEP_ANALYTICS_WRITE_SECONDS},
     },
 }
 
@@ -252,9 +273,24 @@ LOCKSTEP_REPORT_RETENTION_DAYS = env_int("LOCKSTEP_REPORT_RETENTION_DAYS", 90, m
 LOCKSTEP_ALERT_RETENTION_DAYS = env_int("LOCKSTEP_ALERT_RETENTION_DAYS", 90, minimum=1)
 # Coalescing window of live pushes: sub-second pages without a push per event.
 LOCKSTEP_PUSH_INTERVAL = env_float("LOCKSTEP_PUSH_INTERVAL", 0.5, minimum=0.05)
+# ---- analytics (docs/analytics.md) ------------------------------------------------------
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
-# Relative paths are taken from the project folder, wherever the process starts.
-LOCKSTEP_ANALYTICS_DIR = BASE_DIR / env_str("LOCKSTEP_ANALYTICS_DIR", "var/analytics")
+# The Parquet data set's location: a plain path is a local folder (relative paths are
+# taken from the project folder); a URI with a scheme (file://, hdfs://, s3a://) is
+# passed to Spark unchanged.
+LOCKSTEP_ANALYTICS_URI = analytics_uri(env_str("LOCKSTEP_ANALYTICS_URI", "var/analytics"), BASE_DIR)
+# A gap between two lag samples longer than this is not counted as time above the lag
+# threshold: the sampler was not running, so nothing is known about it.
+LOCKSTEP_ANALYTICS_MAX_SAMPLE_GAP_SECONDS = env_float(
+    "LOCKSTEP_ANALYTICS_MAX_SAMPLE_GAP_SECONDS", 60.0, minimum=1.0
+)
+# Rows of each top list (most retried keys and error types) per topic and group.
+LOCKSTEP_ANALYTICS_TOP_N = env_int("LOCKSTEP_ANALYTICS_TOP_N", 20, minimum=1)
+# Spark options for the job's session (local[*] defaults; a cluster may want more).
+LOCKSTEP_SPARK_SHUFFLE_PARTITIONS = env_int("LOCKSTEP_SPARK_SHUFFLE_PARTITIONS", 8, minimum=1)
+LOCKSTEP_SPARK_DRIVER_MEMORY = env_str("LOCKSTEP_SPARK_DRIVER_MEMORY", "2g")
+# More Spark options, "key=value,key=value".
+LOCKSTEP_SPARK_CONF = spark_conf(env_str("LOCKSTEP_SPARK_CONF", ""))
 
 # /metrics answers only requests with "Authorization: Bearer <this>" when set; in
 # production it is required (without it /metrics answers 403 and says so).

@@ -1,11 +1,13 @@
-"""Results of the nightly analytics job: one ``AnalyticsRun`` per attempt, with its
-per-queue ``LagSummary`` rows and the ``StuckInterval`` stretches it found."""
+"""Results of the nightly analytics job (docs/analytics.md §3): one ``AnalyticsRun`` per
+attempt at one UTC day, with the rows it computed. A successful run of a day replaces the
+results of the day's earlier runs (the runner deletes them); a failed one leaves them."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.db import models
+from django.forms.models import model_to_dict
 from django.utils import timezone
 
 
@@ -14,143 +16,252 @@ class AnalyticsRunQuerySet(models.QuerySet["AnalyticsRun"]):
         return self.order_by("-started_at", "-id").first()
 
     def latest_report(self) -> AnalyticsRun | None:
-        """The latest run that produced a report (found events, or found none)."""
-        done = [AnalyticsRun.Status.OK, AnalyticsRun.Status.EMPTY]
-        return self.filter(status__in=done).order_by("-started_at", "-id").first()
+        """The latest run that produced a report (found data, or found none)."""
+        return self.reports().order_by("-started_at", "-id").first()
+
+    def reports(self) -> AnalyticsRunQuerySet:
+        return self.filter(status__in=[AnalyticsRun.Status.OK, AnalyticsRun.Status.EMPTY])
+
+    def report_of(self, day: Any) -> AnalyticsRun | None:
+        """The report of one UTC day: its latest successful run."""
+        return self.reports().filter(day=day).order_by("-started_at", "-id").first()
 
 
 class AnalyticsRun(models.Model):
     class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
         RUNNING = "running", "running"
         OK = "ok", "ok"
-        EMPTY = "empty", "no events"
+        EMPTY = "empty", "no data"
         FAILED = "failed", "failed"
 
+    class Trigger(models.TextChoices):
+        NIGHTLY = "nightly", "nightly"
+        COMMAND = "command", "command"
+        PAGE = "page", "reports page"
+
+    day = models.DateField(db_index=True)  # the UTC day analysed
     started_at = models.DateTimeField(default=timezone.now, db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
-    window_start = models.DateTimeField()
-    window_end = models.DateTimeField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    # What the run is doing now (extract, lag, stuck, …, store), and how far along (0-100).
+    stage = models.CharField(max_length=32, blank=True, default="")
+    progress = models.PositiveSmallIntegerField(default=0)
+    trigger = models.CharField(max_length=16, choices=Trigger.choices, default=Trigger.COMMAND)
+    requested_by = models.CharField(max_length=150, blank=True, default="")
     spark_master = models.CharField(max_length=200)
-    export_path = models.CharField(max_length=500, blank=True, default="")
-    events_exported = models.PositiveIntegerField(default=0)
-    events_malformed = models.PositiveIntegerField(default=0)
-    malformed_examples = models.JSONField(default=list, blank=True)
+    data_uri = models.CharField(max_length=500, blank=True, default="")
+    messages_read = models.BigIntegerField(default=0)
+    events_read = models.BigIntegerField(default=0)
+    samples_read = models.BigIntegerField(default=0)
+    duration_s = models.FloatField(null=True, blank=True)
     error = models.TextField(blank=True, default="")
 
     objects = AnalyticsRunQuerySet.as_manager()
 
     class Meta:
         ordering = ("-started_at", "-id")
+        permissions = (("run_analytics", "Can start an analytics run"),)
 
     def __str__(self) -> str:
-        return f"analytics run {self.pk} ({self.status})"
+        return f"analytics run {self.pk} of {self.day} ({self.status})"
 
     def finish(self, status: str, error: str = "") -> None:
         self.status = status
         self.error = error
         self.finished_at = timezone.now()
+        self.duration_s = (self.finished_at - self.started_at).total_seconds()
         self.save()
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.pk,
+            "day": self.day.isoformat(),
             "status": self.status,
+            "stage": self.stage,
+            "progress": self.progress,
+            "trigger": self.trigger,
+            "requested_by": self.requested_by,
             "started_at": self.started_at.isoformat(),
             "finished_at": self.finished_at.isoformat() if self.finished_at else None,
-            "window_start": self.window_start.isoformat(),
-            "window_end": self.window_end.isoformat(),
+            "duration_s": self.duration_s,
             "spark_master": self.spark_master,
-            "events_exported": self.events_exported,
-            "events_malformed": self.events_malformed,
-            "malformed_examples": self.malformed_examples,
+            "data_uri": self.data_uri,
+            "messages_read": self.messages_read,
+            "events_read": self.events_read,
+            "samples_read": self.samples_read,
             "error": self.error,
         }
 
 
-class LagSummary(models.Model):
-    """One (topic, group, queue) of one run; see ``analytics.transform.lag_summary``.
-    The lag figures are null when the run saw no lag sample of the queue."""
+class _Row(models.Model):
+    """A row of one run's results; ``as_dict`` gives its fields without ids."""
 
-    run = models.ForeignKey(AnalyticsRun, on_delete=models.CASCADE, related_name="lag_summaries")
+    run = models.ForeignKey(AnalyticsRun, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        abstract = True
+
+    def as_dict(self) -> dict[str, Any]:
+        data = model_to_dict(self, exclude=["id", "run"])
+        return {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in data.items()}
+
+
+class _LagFigures(_Row):
+    """Percentiles (nearest rank) of offset lag and time lag over the rows' samples; null
+    without samples."""
+
+    samples = models.PositiveIntegerField(default=0)
+    lag_p50 = models.BigIntegerField(null=True)
+    lag_p95 = models.BigIntegerField(null=True)
+    lag_p99 = models.BigIntegerField(null=True)
+    lag_max = models.BigIntegerField(null=True)
+    time_lag_p50 = models.FloatField(null=True)
+    time_lag_p95 = models.FloatField(null=True)
+    time_lag_p99 = models.FloatField(null=True)
+    time_lag_max = models.FloatField(null=True)
+    seconds_above_threshold = models.FloatField(default=0.0)
+    produced = models.BigIntegerField(default=0)
+    consumed = models.BigIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class HourlyQueue(_LagFigures):
+    """One hour of one (topic, group, queue)."""
+
     topic = models.CharField(max_length=128)
     group = models.CharField(max_length=128)
     queue = models.IntegerField()
-    samples = models.PositiveIntegerField(default=0)
-    avg_lag = models.FloatField(null=True, blank=True)
-    max_lag = models.BigIntegerField(null=True, blank=True)
-    p95_lag = models.BigIntegerField(null=True, blank=True)
-    max_time_lag_s = models.FloatField(null=True, blank=True)
-    last_committed_offset = models.BigIntegerField(null=True, blank=True)
-    commits = models.BigIntegerField(default=0)
-    retries = models.PositiveIntegerField(default=0)
-    dead_letters = models.PositiveIntegerField(default=0)
-    window_start = models.DateTimeField()
-    window_end = models.DateTimeField()
+    hour = models.PositiveSmallIntegerField()
+
+    class Meta:
+        ordering = ("topic", "group", "queue", "hour")
+        indexes = (models.Index(fields=["run", "topic", "group", "queue"]),)
+
+
+class HourlyGroup(_LagFigures):
+    """One hour of one (topic, group), over all its queues' samples."""
+
+    topic = models.CharField(max_length=128)
+    group = models.CharField(max_length=128)
+    hour = models.PositiveSmallIntegerField()
+
+    class Meta:
+        ordering = ("topic", "group", "hour")
+
+
+class QueueDay(_LagFigures):
+    """The whole day of one (topic, group, queue): lag, throughput, retries, churn."""
+
+    topic = models.CharField(max_length=128)
+    group = models.CharField(max_length=128)
+    queue = models.IntegerField()
+    retries = models.BigIntegerField(default=0)
+    dead_letters = models.BigIntegerField(default=0)
+    dead_letter_rate = models.FloatField(null=True)  # dead letters per consumed message
+    stuck_episodes = models.PositiveIntegerField(default=0)
+    owner_changes = models.PositiveIntegerField(default=0)
+    lock_losses = models.PositiveIntegerField(default=0)
+    fencing_rejections = models.PositiveIntegerField(default=0)
+    margin_overruns = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ("topic", "group", "queue")
-        constraints = (
-            models.UniqueConstraint(
-                fields=["run", "topic", "group", "queue"], name="reports_lagsummary_one_per_queue"
-            ),
-        )
-        verbose_name_plural = "lag summaries"
-
-    def __str__(self) -> str:
-        return f"{self.topic}/{self.group}/{self.queue} (run {self.run_id})"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "topic": self.topic,
-            "group": self.group,
-            "queue": self.queue,
-            "samples": self.samples,
-            "avg_lag": self.avg_lag,
-            "max_lag": self.max_lag,
-            "p95_lag": self.p95_lag,
-            "max_time_lag_s": self.max_time_lag_s,
-            "last_committed_offset": self.last_committed_offset,
-            "commits": self.commits,
-            "retries": self.retries,
-            "dead_letters": self.dead_letters,
-            "window_start": self.window_start.isoformat(),
-            "window_end": self.window_end.isoformat(),
-        }
 
 
-class StuckInterval(models.Model):
-    """A stretch where a queue was behind and its committed offset did not move; see
-    ``analytics.transform.stuck_intervals``."""
+class GroupDay(_LagFigures):
+    """The whole day of one (topic, group): the figures compared with earlier days."""
 
-    run = models.ForeignKey(AnalyticsRun, on_delete=models.CASCADE, related_name="stuck_intervals")
+    topic = models.CharField(max_length=128)
+    group = models.CharField(max_length=128)
+    retries = models.BigIntegerField(default=0)
+    dead_letters = models.BigIntegerField(default=0)
+    dead_letter_rate = models.FloatField(null=True)
+    stuck_episodes = models.PositiveIntegerField(default=0)
+    owner_changes = models.PositiveIntegerField(default=0)
+    lock_losses = models.PositiveIntegerField(default=0)
+    fencing_rejections = models.PositiveIntegerField(default=0)
+    margin_overruns = models.PositiveIntegerField(default=0)
+    rebalances = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ("topic", "group")
+
+
+class StuckEpisode(_Row):
+    """A queue or a key blocked longer than the stuck threshold (docs/analytics.md §4)."""
+
+    class Level(models.TextChoices):
+        QUEUE = "queue", "queue"
+        KEY = "key", "key"
+
     topic = models.CharField(max_length=128)
     group = models.CharField(max_length=128)
     queue = models.IntegerField()
-    committed_offset = models.BigIntegerField()
+    level = models.CharField(max_length=8, choices=Level.choices)
+    key = models.CharField(max_length=1024, blank=True, default="")
+    offset = models.BigIntegerField()
     started_at = models.DateTimeField()
-    ended_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True)  # null while open
+    last_seen_at = models.DateTimeField()
+    open = models.BooleanField(default=False)
     duration_s = models.FloatField()
-    samples = models.PositiveIntegerField()
-    max_lag = models.BigIntegerField()
-    ongoing = models.BooleanField(default=False)
+    retries = models.BigIntegerField(default=0)
+    max_behind = models.BigIntegerField(default=0)
+    outcome = models.CharField(max_length=16)  # succeeded dead_lettered replayed discarded open
+    error = models.CharField(max_length=500, blank=True, default="")
 
     class Meta:
-        ordering = ("topic", "group", "queue", "started_at")
+        ordering = ("-duration_s", "topic", "group", "queue", "started_at")
+
+
+class RetryHotspot(_Row):
+    """A key or an error type among a (topic, group)'s most retried of the day."""
+
+    class Kind(models.TextChoices):
+        KEY = "key", "key"
+        ERROR = "error", "error type"
+
+    topic = models.CharField(max_length=128)
+    group = models.CharField(max_length=128)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    name = models.CharField(max_length=1024)
+    retries = models.BigIntegerField(default=0)
+    dead_letters = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ("topic", "group", "kind", "-retries", "name")
+
+
+class KeySkew(_Row):
+    """How one queue's messages of the day spread over keys, and how it compares with the
+    other queues of its topic."""
+
+    topic = models.CharField(max_length=128)
+    queue = models.IntegerField()
+    messages = models.BigIntegerField()
+    keys = models.BigIntegerField()
+    top_key = models.CharField(max_length=1024, blank=True, default="")
+    top_key_share = models.FloatField()  # of the queue's messages
+    top10_share = models.FloatField()
+    max_over_mean = models.FloatField()  # the busiest key's messages / mean per key
+    share_of_topic = models.FloatField()
+    over_topic_mean = models.FloatField()  # this queue's messages / the topic's mean
+
+    class Meta:
+        ordering = ("topic", "queue")
+
+
+class DataCursor(models.Model):
+    """How far the analytics writer has appended one source to the data set
+    (docs/analytics.md §2): ``events`` (the last ``Event`` id written) or
+    ``messages:<topic>:<queue>`` (the next offset to write)."""
+
+    name = models.CharField(max_length=300, unique=True)
+    position = models.BigIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
-        return f"{self.topic}/{self.group}/{self.queue} stuck at {self.committed_offset}"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "topic": self.topic,
-            "group": self.group,
-            "queue": self.queue,
-            "committed_offset": self.committed_offset,
-            "started_at": self.started_at.isoformat(),
-            "ended_at": self.ended_at.isoformat(),
-            "duration_s": self.duration_s,
-            "samples": self.samples,
-            "max_lag": self.max_lag,
-            "ongoing": self.ongoing,
-        }
+        return f"{self.name} at {self.position}"

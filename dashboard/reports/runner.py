@@ -1,51 +1,96 @@
-"""One analytics run, shared by ``manage.py run_analytics`` and the nightly Celery task:
-export the window's events, run the Spark job on the export, store the results."""
+"""One analytics run of one UTC day (docs/analytics.md §5), shared by
+``manage.py run_analytics``, the nightly beat task and the reports page's "Run now": run
+the Spark job over the data set, store the results, replace the day's earlier ones."""
 
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
-from pathlib import Path
+from datetime import date, datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from analytics.job import JobResult, run_job
-from analytics.session import spark_session
-from dashboard.reports.export import export_events, export_path, prune_exports
-from dashboard.reports.models import AnalyticsRun, LagSummary, StuckInterval
+from analytics.job import JobOptions, JobResult, run_job
+from analytics.session import SessionOptions, spark_session
+from dashboard.reports import models as m
+from dashboard.reports.models import AnalyticsRun
 
 log = logging.getLogger(__name__)
 
 APP_NAME = "lockstep-analytics"
-DEFAULT_SINCE_HOURS = 24.0  # the nightly run covers the day since the previous one
 # A Py4J error carries the whole Java stack trace; its first lines name the cause.
 ERROR_LINES = 6
 ERROR_CHARS = 2000
+ACTIVE = (AnalyticsRun.Status.QUEUED, AnalyticsRun.Status.RUNNING)
+
+
+class RunAlreadyActive(Exception):
+    """A run of that day is queued or running; ``run`` is it."""
+
+    def __init__(self, run: AnalyticsRun) -> None:
+        super().__init__(f"analytics run {run.pk} of {run.day} is already {run.status}")
+        self.run = run
+
+
+def yesterday(now: datetime | None = None) -> date:
+    return (now or timezone.now()).astimezone(timezone.UTC).date() - timedelta(days=1)
 
 
 def run_analytics(
     *,
+    day: date | None = None,
     master: str | None = None,
-    since_hours: float = DEFAULT_SINCE_HOURS,
-    now: datetime | None = None,
+    trigger: str = AnalyticsRun.Trigger.COMMAND,
+    requested_by: str = "",
 ) -> AnalyticsRun:
-    """Analyse the events of the last ``since_hours`` before ``now`` on ``master``
-    (default ``settings.SPARK_MASTER``; an already active SparkSession is reused).
-
-    Always returns the recorded run instead of raising: status ``ok`` with its rows,
-    ``empty`` when the window holds no events (Spark is not started), or ``failed`` with
-    ``error`` saying why. Malformed events do not fail a run; they are counted.
-    """
-    if since_hours <= 0:
-        raise ValueError(f"since_hours must be positive, got {since_hours}")
-    until = now or timezone.now()
+    """Analyse ``day`` (default yesterday, UTC) on ``master`` (default
+    ``settings.SPARK_MASTER``; an already active SparkSession is reused). Always returns
+    the recorded run instead of raising: ``ok`` with its rows, ``empty`` when the day has
+    no data, or ``failed`` with ``error`` saying why."""
     run = AnalyticsRun.objects.create(
-        window_start=until - timedelta(hours=since_hours),
-        window_end=until,
+        day=day or yesterday(),
+        trigger=trigger,
+        requested_by=requested_by,
         spark_master=master or settings.SPARK_MASTER,
+        data_uri=settings.LOCKSTEP_ANALYTICS_URI,
     )
+    return _execute(run)
+
+
+def request_run(day: date, requested_by: str) -> AnalyticsRun:
+    """Queue a run of ``day`` for a Celery worker (the reports page); raises
+    ``RunAlreadyActive`` when one of that day is queued or running already."""
+    from dashboard.reports.tasks import run_requested_analytics
+
+    with transaction.atomic():
+        active = AnalyticsRun.objects.select_for_update().filter(day=day, status__in=ACTIVE)
+        if (found := active.first()) is not None:
+            raise RunAlreadyActive(found)
+        run = AnalyticsRun.objects.create(
+            day=day,
+            trigger=AnalyticsRun.Trigger.PAGE,
+            requested_by=requested_by,
+            spark_master=settings.SPARK_MASTER,
+            data_uri=settings.LOCKSTEP_ANALYTICS_URI,
+        )
+    transaction.on_commit(lambda: run_requested_analytics.delay(run.pk))
+    return run
+
+
+def run_queued(run_id: int) -> AnalyticsRun:
+    """Carry out a run made by ``request_run`` (a run no longer queued is left alone)."""
+    run = AnalyticsRun.objects.get(pk=run_id)
+    if run.status != AnalyticsRun.Status.QUEUED:
+        return run
+    return _execute(run)
+
+
+def _execute(run: AnalyticsRun) -> AnalyticsRun:
+    run.status = AnalyticsRun.Status.RUNNING
+    run.started_at = timezone.now()
+    run.save(update_fields=["status", "started_at"])
     try:
         _analyse(run)
     except Exception as exc:  # any failure is recorded on the run and shown to operators
@@ -54,33 +99,66 @@ def run_analytics(
     return run
 
 
+def _progress(run: AnalyticsRun) -> Any:
+    def tell(stage: str, percent: int) -> None:
+        run.stage, run.progress = stage, percent
+        AnalyticsRun.objects.filter(pk=run.pk).update(stage=stage, progress=percent)
+
+    return tell
+
+
+def session_options() -> SessionOptions:
+    return SessionOptions(
+        shuffle_partitions=settings.LOCKSTEP_SPARK_SHUFFLE_PARTITIONS,
+        driver_memory=settings.LOCKSTEP_SPARK_DRIVER_MEMORY,
+        conf=dict(settings.LOCKSTEP_SPARK_CONF),
+    )
+
+
+def job_options() -> JobOptions:
+    return JobOptions(
+        stuck_seconds=settings.LOCKSTEP_STUCK_AFTER_SECONDS,
+        lag_threshold_s=settings.LOCKSTEP_ALERT_LAG_SECONDS,
+        max_sample_gap_s=settings.LOCKSTEP_ANALYTICS_MAX_SAMPLE_GAP_SECONDS,
+        top_n=settings.LOCKSTEP_ANALYTICS_TOP_N,
+    )
+
+
 def _analyse(run: AnalyticsRun) -> None:
-    directory = Path(settings.LOCKSTEP_ANALYTICS_DIR)
-    path = export_path(directory, run.pk, run.window_end)
-    run.export_path = str(path)
-    run.events_exported = export_events(path, run.window_start, run.window_end)
-    if run.events_exported == 0:
-        path.unlink(missing_ok=True)
-        run.export_path = ""
-        run.finish(AnalyticsRun.Status.EMPTY)
-        return
-    run.save(update_fields=["export_path", "events_exported"])
-    with spark_session(run.spark_master, APP_NAME) as spark:
+    tell = _progress(run)
+    tell("starting spark", 1)
+    with spark_session(run.spark_master, APP_NAME, session_options()) as spark:
         run.spark_master = spark.sparkContext.master or run.spark_master
-        result = run_job(spark, path)
+        result = run_job(spark, run.data_uri, run.day, job_options(), tell)
+    tell("store", 95)
     _store(run, result)
-    prune_exports(directory)
+
+
+# Result list of JobResult -> the model its rows are stored as.
+_TABLES: tuple[tuple[str, type[Any]], ...] = (
+    ("hourly_queue", m.HourlyQueue),
+    ("hourly_group", m.HourlyGroup),
+    ("queue_day", m.QueueDay),
+    ("group_day", m.GroupDay),
+    ("stuck_episodes", m.StuckEpisode),
+    ("retry_hotspots", m.RetryHotspot),
+    ("key_skew", m.KeySkew),
+)
 
 
 @transaction.atomic
 def _store(run: AnalyticsRun, result: JobResult) -> None:
-    LagSummary.objects.bulk_create(LagSummary(run=run, **row) for row in result.lag_summary)
-    StuckInterval.objects.bulk_create(
-        StuckInterval(run=run, **row) for row in result.stuck_intervals
-    )
-    run.events_malformed = result.malformed
-    run.malformed_examples = list(result.malformed_examples)
-    run.finish(AnalyticsRun.Status.OK)
+    for attribute, model in _TABLES:
+        model.objects.bulk_create(
+            (model(run=run, **row) for row in getattr(result, attribute)), batch_size=1000
+        )
+    run.messages_read = result.messages_read
+    run.events_read = result.events_read
+    run.samples_read = result.samples_read
+    run.stage, run.progress = "done", 100
+    run.finish(AnalyticsRun.Status.EMPTY if result.empty else AnalyticsRun.Status.OK)
+    # The day's earlier reports are replaced by this one (their rows go with them).
+    AnalyticsRun.objects.reports().filter(day=run.day).exclude(pk=run.pk).delete()
 
 
 def describe_error(exc: BaseException) -> str:

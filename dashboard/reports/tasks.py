@@ -1,4 +1,5 @@
-"""Scheduled work (Celery beat): the nightly analytics run."""
+"""Scheduled work (Celery beat): appending to the analytics data set, and the analytics
+runs (nightly, or asked for on the reports page)."""
 
 from __future__ import annotations
 
@@ -6,25 +7,37 @@ import logging
 
 from celery import shared_task
 
-from dashboard.reports import runner
+from dashboard.monitor.redis_conn import skipped_during_redis_outage
+from dashboard.reports import runner, writer
 from dashboard.reports.models import AnalyticsRun
 
 log = logging.getLogger(__name__)
 
 
 @shared_task
-def run_analytics(since_hours: float = runner.DEFAULT_SINCE_HOURS) -> dict[str, object]:
-    """The same run as ``manage.py run_analytics`` on ``settings.SPARK_MASTER``; the
-    outcome is recorded on the run (shown at /analytics/), and logged."""
-    run = runner.run_analytics(since_hours=since_hours)
-    level = logging.ERROR if run.status == AnalyticsRun.Status.FAILED else logging.INFO
-    log.log(
-        level,
-        "analytics run %s: %s, %d events, %d malformed %s",
-        run.pk,
-        run.status,
-        run.events_exported,
-        run.events_malformed,
-        run.error,
-    )
+@skipped_during_redis_outage
+def write_analytics_data() -> dict[str, int]:
+    """Append what is new (events, samples, messages) to the data set; the rows written
+    per data set."""
+    return writer.write_new_data()
+
+
+@shared_task
+def run_nightly_analytics() -> dict[str, object]:
+    """Beat, at ``LOCKSTEP_ANALYTICS_NIGHTLY_AT``: analyse yesterday (UTC)."""
+    run = runner.run_analytics(trigger=AnalyticsRun.Trigger.NIGHTLY)
+    _log(run)
     return run.as_dict()
+
+
+@shared_task
+def run_requested_analytics(run_id: int) -> dict[str, object]:
+    """A run queued by ``runner.request_run`` (the reports page's "Run now")."""
+    run = runner.run_queued(run_id)
+    _log(run)
+    return run.as_dict()
+
+
+def _log(run: AnalyticsRun) -> None:
+    level = logging.ERROR if run.status == AnalyticsRun.Status.FAILED else logging.INFO
+    log.log(level, "analytics run %s of %s: %s %s", run.pk, run.day, run.status, run.error)
