@@ -1,8 +1,10 @@
-"""Run the job on an export file without Django, e.g. through spark-submit on a cluster:
+"""Run the job on one day of a data set without Django, e.g. through spark-submit on a
+cluster (docs/analytics.md §5)::
 
-    python -m analytics var/analytics/events-run7.jsonl --master spark://host:7077
+    python -m analytics --uri hdfs://nn:8020/lockstep --date 2026-11-23 --master spark://host:7077
+    spark-submit --master spark://host:7077 analytics/__main__.py --uri ... --date ...
 
-Prints the result as JSON on stdout.
+Prints the job's result as JSON on stdout (times in ISO 8601, UTC).
 """
 
 from __future__ import annotations
@@ -10,20 +12,60 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
+from datetime import date
 
-from analytics.job import DEFAULT_STUCK_SECONDS, run_job
-from analytics.session import spark_session
+from analytics.job import (
+    DEFAULT_LAG_THRESHOLD_S,
+    DEFAULT_MAX_SAMPLE_GAP_S,
+    DEFAULT_STUCK_SECONDS,
+    DEFAULT_TOP_N,
+    JobOptions,
+    run_job,
+)
+from analytics.session import DEFAULT_SHUFFLE_PARTITIONS, SessionOptions, spark_session
+
+
+def _day(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m analytics", description=__doc__)
+    p.add_argument("--uri", required=True, help="the data location (a folder or a URI)")
+    p.add_argument("--date", required=True, type=_day, help="the UTC day, YYYY-MM-DD")
+    p.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    p.add_argument("--stuck-seconds", type=float, default=DEFAULT_STUCK_SECONDS)
+    p.add_argument("--lag-threshold-seconds", type=float, default=DEFAULT_LAG_THRESHOLD_S)
+    p.add_argument("--max-sample-gap-seconds", type=float, default=DEFAULT_MAX_SAMPLE_GAP_S)
+    p.add_argument("--top", type=int, default=DEFAULT_TOP_N)
+    p.add_argument("--shuffle-partitions", type=int, default=DEFAULT_SHUFFLE_PARTITIONS)
+    return p
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m analytics", description=__doc__)
-    parser.add_argument("path", help="a JSON-lines event export")
-    parser.add_argument("--master", default="local[*]", help="Spark master URL")
-    parser.add_argument("--stuck-seconds", type=float, default=DEFAULT_STUCK_SECONDS)
-    args = parser.parse_args(argv)
-    with spark_session(args.master) as spark:
-        result = run_job(spark, args.path, stuck_seconds=args.stuck_seconds)
-    print(json.dumps(dataclasses.asdict(result), default=str, indent=2))
+    args = parser().parse_args(argv)
+    options = JobOptions(
+        stuck_seconds=args.stuck_seconds,
+        lag_threshold_s=args.lag_threshold_seconds,
+        max_sample_gap_s=args.max_sample_gap_seconds,
+        top_n=args.top,
+    )
+    session = SessionOptions(shuffle_partitions=args.shuffle_partitions)
+    # Under spark-submit the master comes from the submit command (--master None here).
+    with spark_session(args.master or "local[*]", options=session) as spark:
+        result = run_job(spark, args.uri, args.date, options)
+    json.dump(dataclasses.asdict(result), sys.stdout, default=_iso, indent=1)
+    sys.stdout.write("\n")
+
+
+def _iso(value: object) -> str:
+    if hasattr(value, "isoformat"):
+        return str(value.isoformat())
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
 if __name__ == "__main__":

@@ -1,31 +1,80 @@
-"""Extract: an exported event file → a DataFrame with an explicit schema."""
+"""Extract: one UTC day of each data set (docs/analytics.md §1) → DataFrames.
+
+Only the day's partitions are listed and read (the path names the day), with the
+layout's explicit schema, so a file written with a column missing still reads (nulls)
+and no schema inference scans the files. A day without a folder reads as an empty frame.
+Rows that break the contract (no topic, no time) are dropped here, so the transforms can
+rely on them.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import types as T
+from pyspark.sql import functions as F
 
-from analytics.schema import CORRUPT_COLUMN, EVENT_SCHEMA
+from analytics.layout import EVENTS, MESSAGES, SAMPLES, TIME_COLUMN, join_uri, spark_schema
+from analytics.storage import day_uri
 
 
-def read_events(spark: SparkSession, path: str | Path) -> DataFrame:
-    """Read a JSON-lines export (see :mod:`analytics.schema`).
+@dataclass(frozen=True)
+class Counts:
+    messages: int
+    events: int
+    samples: int
 
-    The result has the columns of ``EVENT_SCHEMA`` plus ``_corrupt_record``: the raw line
-    when it is not valid JSON or a value has the wrong type (all other columns are then
-    null), else null. The frame is cached: every transform reads it, and caching is also
-    what makes ``_corrupt_record`` reliable, since Spark fills it only for the columns a
-    query reads when it reads the file directly. Call ``unpersist()`` when done.
 
-    With a non-local master, ``path`` must be readable by the executors (shared storage).
-    """
-    schema = T.StructType([*EVENT_SCHEMA.fields, T.StructField(CORRUPT_COLUMN, T.StringType())])
-    return (
+@dataclass(frozen=True)
+class DayData:
+    """The day's frames. ``samples`` and ``events`` are cached (every transform reads
+    them; they are a small part of a day); ``messages`` is read where needed, with only
+    the columns each aggregation asks for."""
+
+    messages: DataFrame
+    events: DataFrame
+    samples: DataFrame
+
+    def counts(self) -> Counts:
+        return Counts(self.messages.count(), self.events.count(), self.samples.count())
+
+    def unpersist(self) -> None:
+        self.events.unpersist()
+        self.samples.unpersist()
+
+
+def _exists(spark: SparkSession, uri: str) -> bool:
+    """Whether ``uri`` exists, asked of Hadoop's file system for its scheme (so it works
+    for every URI Spark can read, and never turns one into a local path)."""
+    jvm: Any = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    return bool(fs.exists(path))
+
+
+def read_data_set(spark: SparkSession, uri: str, data_set: str, day: date) -> DataFrame:
+    """One day of one data set, with the partition columns ``date`` and ``hour``."""
+    schema = spark_schema(data_set)
+    where = day_uri(uri, data_set, day)
+    if not _exists(spark, where):
+        return spark.createDataFrame([], schema)
+    frame = (
         spark.read.schema(schema)
-        .option("mode", "PERMISSIVE")
-        .option("columnNameOfCorruptRecord", CORRUPT_COLUMN)
-        .json(str(path))
-        .cache()
+        .option("basePath", join_uri(uri, data_set))
+        .option("recursiveFileLookup", "false")
+        .parquet(where)
+    )
+    valid = F.col(TIME_COLUMN[data_set]).isNotNull() & F.col("topic").isNotNull()
+    if data_set != MESSAGES:
+        valid = valid & (F.coalesce(F.col("group"), F.lit("")) != "")
+    return frame.filter(valid)
+
+
+def read_day(spark: SparkSession, uri: str, day: date) -> DayData:
+    return DayData(
+        messages=read_data_set(spark, uri, MESSAGES, day),
+        events=read_data_set(spark, uri, EVENTS, day).cache(),
+        samples=read_data_set(spark, uri, SAMPLES, day).cache(),
     )

@@ -64,7 +64,7 @@ def run_job(
 
     A day without data gives a result with no rows (``empty``). Rows that break the
     layout's contract (no topic, no time) are left out by the transforms. Raises only on
-    Spark or I/O failure. Every collect is bounded (queues × hours, episodes, top lists).
+    Spark or I/O failure. Every collect is bounded (queues by hours, episodes, top lists).
     """
     opts = options or JobOptions()
     progress("extract", 5)
@@ -78,46 +78,38 @@ def run_job(
 def _analyse(data: DayData, day: date, opts: JobOptions, progress: Progress) -> JobResult:
     counts = data.counts()
     progress("lag", 20)
-    hourly_queue = transform.hourly_queue(
-        data.samples, data.messages, opts.lag_threshold_s, opts.max_sample_gap_s
-    )
-    hourly_group = transform.hourly_group(
-        data.samples, data.messages, opts.lag_threshold_s, opts.max_sample_gap_s
-    )
+    samples = transform.with_seconds_above(
+        data.samples, opts.lag_threshold_s, opts.max_sample_gap_s
+    ).cache()
+    produced = transform.produced_per_hour(data.messages).cache()
+    hourly_queue = transform.hourly_queue(samples, produced).cache()
+    hourly_group = transform.hourly_group(samples, hourly_queue)
     progress("stuck", 45)
-    episodes = transform.stuck_episodes(data.samples, data.events, opts.stuck_seconds)
+    episodes = transform.stuck_episodes(samples, data.events, opts.stuck_seconds).cache()
     progress("retries", 60)
     hotspots = transform.retry_hotspots(data.events, opts.top_n)
     progress("skew", 70)
     skew = transform.key_skew(data.messages)
     progress("churn", 80)
     queue_day = transform.queue_day(
-        data.samples,
-        data.messages,
-        data.events,
-        episodes,
-        opts.lag_threshold_s,
-        opts.max_sample_gap_s,
-    )
-    group_day = transform.group_day(
-        data.samples,
-        data.messages,
-        data.events,
-        episodes,
-        opts.lag_threshold_s,
-        opts.max_sample_gap_s,
-    )
-    progress("collect", 90)
-    return JobResult(
-        day=day,
-        messages_read=counts.messages,
-        events_read=counts.events,
-        samples_read=counts.samples,
-        hourly_queue=load.rows(hourly_queue),
-        hourly_group=load.rows(hourly_group),
-        queue_day=load.rows(queue_day),
-        group_day=load.rows(group_day),
-        stuck_episodes=load.episode_rows(episodes),
-        retry_hotspots=load.rows(hotspots),
-        key_skew=load.rows(skew),
-    )
+        samples, hourly_queue, transform.queue_events(data.events), episodes
+    ).cache()
+    group_day = transform.group_day(samples, queue_day, transform.rebalances(data.events))
+    progress("collect", 85)
+    try:
+        return JobResult(
+            day=day,
+            messages_read=counts.messages,
+            events_read=counts.events,
+            samples_read=counts.samples,
+            hourly_queue=load.rows(hourly_queue),
+            hourly_group=load.rows(hourly_group),
+            queue_day=load.rows(queue_day),
+            group_day=load.rows(group_day),
+            stuck_episodes=load.episode_rows(episodes),
+            retry_hotspots=load.rows(hotspots),
+            key_skew=load.rows(skew),
+        )
+    finally:
+        for frame in (samples, produced, hourly_queue, episodes, queue_day):
+            frame.unpersist()

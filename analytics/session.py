@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
-# A day's results are grouped by at most queues × hours; Spark's default of 200 shuffle
+# A day's results are grouped by at most queues by hours; Spark's default of 200 shuffle
 # partitions would spend more time scheduling empty tasks than computing on a few cores.
 # A cluster run sets more (LOCKSTEP_SPARK_SHUFFLE_PARTITIONS).
 DEFAULT_SHUFFLE_PARTITIONS = 8
@@ -23,6 +23,7 @@ class SessionOptions:
     shuffle_partitions: int = DEFAULT_SHUFFLE_PARTITIONS
     driver_memory: str = DEFAULT_DRIVER_MEMORY
     conf: dict[str, str] = field(default_factory=dict)  # more Spark options
+
 
 # Py4J logs every gateway connection at INFO; under a root logger at INFO (Django's
 # default here) that floods worker logs, and at interpreter exit it writes to closed streams.

@@ -1,0 +1,34 @@
+"""Transforms: pure DataFrame → DataFrame functions over one day of the data set
+(docs/analytics.md §3-4). Nothing here collects; ``analytics.load`` does.
+
+Inputs are the frames of ``analytics.extract`` (the columns of ``analytics.layout`` plus
+``date`` and ``hour``); tests may build them by hand with the same schemas.
+"""
+
+from analytics.transform.churn import queue_events, rebalances
+from analytics.transform.day import group_day, queue_day
+from analytics.transform.lag import (
+    consumed_per_hour,
+    hourly_group,
+    hourly_queue,
+    produced_per_hour,
+    with_seconds_above,
+)
+from analytics.transform.retries import retry_hotspots
+from analytics.transform.skew import key_skew
+from analytics.transform.stuck import stuck_episodes
+
+__all__ = [
+    "consumed_per_hour",
+    "group_day",
+    "hourly_group",
+    "hourly_queue",
+    "key_skew",
+    "produced_per_hour",
+    "queue_day",
+    "queue_events",
+    "rebalances",
+    "retry_hotspots",
+    "stuck_episodes",
+    "with_seconds_above",
+]
