@@ -1,40 +1,172 @@
-"""The lag report page and its JSON twin."""
+"""The reports page (the nightly analytics of one UTC day), its JSON twin, and "Run now".
+
+- ``GET /analytics/?day=&topic=&group=&queue=`` and ``GET /api/v1/analytics/report`` (same
+  parameters): the report of a day (``report.day_report``); the latest day with a report
+  by default.
+- ``POST /analytics/run`` (a form: CSRF by the middleware, then back to the page) and
+  ``POST /api/v1/analytics/runs`` (JSON ``{"day": "YYYY-MM-DD"}``, ``X-CSRFToken``): queue
+  a run of a day; both need ``reports.run_analytics`` (403 without it). The API answers
+  202 with the run, or 409 with the run of that day already queued or running.
+- ``GET /api/v1/analytics/runs/<id>``: a run's state, which the page polls.
+
+Bad input is 400 and an unknown run 404, never a 500.
+"""
 
 from __future__ import annotations
 
+import json
+import re
+from datetime import date
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, PermissionsMixin
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.urls import reverse
+from django.utils.http import urlencode
 
-from dashboard.monitor.views.common import api_view
+from dashboard.deadletters.action_views import action_endpoint
+from dashboard.monitor.views.common import (
+    BadParameter,
+    NotFound,
+    api_view,
+    int_param,
+    page_view,
+    text_param,
+)
+from dashboard.monitor.views.errors import error_answer, post_only
+from dashboard.reports import runner
 from dashboard.reports.models import AnalyticsRun
+from dashboard.reports.report import NoSuchDay, check_day, day_report, default_day, run_state
+
+RUN_ANALYTICS = "reports.run_analytics"
+# ASCII digits only: ``\d`` would take other scripts' digits, which ``date`` refuses.
+DAY_FORMAT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+# As the dead-letter list's queue filter: no topic has more queues.
+MAX_QUEUE = 1023
 
 
-def _report() -> dict[str, Any]:
-    """The latest run with a report, and the latest attempt: they differ when the latest
-    attempt failed or is still running, and the page then says so above the report."""
-    run = AnalyticsRun.objects.latest_report()
-    return {
-        "latest": AnalyticsRun.objects.latest_attempt(),
-        "run": run,
-        "summaries": list(run.lag_summaries.all()) if run else [],
-        "stuck": list(run.stuck_intervals.all()) if run else [],
+def may_run(user: AbstractBaseUser | AnonymousUser) -> bool:
+    return isinstance(user, PermissionsMixin) and user.has_perm(RUN_ANALYTICS)
+
+
+def require_run_permission(user: AbstractBaseUser | AnonymousUser) -> None:
+    if not may_run(user):
+        raise PermissionDenied("your role does not allow you to start an analytics run")
+
+
+def day_param(value: str | None) -> date | None:
+    """A UTC day as ``YYYY-MM-DD``, from ``report.EARLIEST_DAY`` to today; None when
+    absent or empty."""
+    text = text_param(value, "day", max_length=64)
+    if not text:
+        return None
+    if not DAY_FORMAT.fullmatch(text):
+        raise BadParameter(f"day must be a date as YYYY-MM-DD, got {text!r}")
+    try:
+        return check_day(date.fromisoformat(text))
+    except NoSuchDay as exc:
+        raise BadParameter(str(exc)) from None
+    except ValueError:
+        raise BadParameter(f"day {text!r} is not a date of the calendar") from None
+
+
+# ---- the report --------------------------------------------------------------------------
+
+
+def build_report(request: HttpRequest) -> dict[str, Any]:
+    """``report.day_report`` for the query's ``day``, ``topic``, ``group`` and ``queue``,
+    plus ``may_run`` (whether this user may start a run) and ``links``."""
+    params = request.GET
+    day = day_param(params.get("day")) or default_day()
+    topic = text_param(params.get("topic"), "topic", max_length=128)
+    group = text_param(params.get("group"), "group", max_length=128)
+    queue = int_param(params.get("queue"), "queue", maximum=MAX_QUEUE)
+    data = day_report(day, topic, group, queue)
+    selected = data["selected"] or {}
+    query = {k: v for k, v in selected.items() if k != "queue" and v}
+    data["may_run"] = may_run(request.user)
+    data["links"] = {
+        "api": _with_query("api-analytics-report", {"day": data["day"], **query}),
+        "start_run": reverse("api-analytics-runs"),
     }
+    return data
 
 
-@login_required
-def lag_report_page(request: HttpRequest) -> HttpResponse:
-    return render(request, "reports/lag_report.html", _report())
+report_page = page_view("reports/report.html", build_report)
+report_api = api_view(build_report)
+
+
+def _with_query(name: str, query: dict[str, str]) -> str:
+    return f"{reverse(name)}?{urlencode(query)}"
+
+
+# ---- a run's state -----------------------------------------------------------------------
 
 
 @api_view
-def lag_report_api(request: HttpRequest) -> dict[str, Any]:
-    report = _report()
-    return {
-        "latest_attempt": report["latest"].as_dict() if report["latest"] else None,
-        "run": report["run"].as_dict() if report["run"] else None,
-        "lag_summary": [s.as_dict() for s in report["summaries"]],
-        "stuck_intervals": [s.as_dict() for s in report["stuck"]],
-    }
+def run_api(request: HttpRequest, run_id: str) -> dict[str, Any]:
+    """The run's fields (``AnalyticsRun.as_dict``), ``active`` and ``links``."""
+    pk = int_param(run_id, "run id", minimum=1)
+    run = AnalyticsRun.objects.filter(pk=pk).first()
+    if run is None:
+        raise NotFound(f"no analytics run {pk}")
+    return run_state(run)
+
+
+# ---- Run now -----------------------------------------------------------------------------
+
+
+@action_endpoint
+def start_run_api(request: HttpRequest) -> JsonResponse:
+    require_run_permission(request.user)
+    day = _body_day(request)
+    try:
+        run = runner.request_run(day, request.user.get_username())
+    except runner.RunAlreadyActive as exc:
+        return JsonResponse({"error": str(exc), "run": run_state(exc.run)}, status=409)
+    return JsonResponse(run_state(run), status=202)
+
+
+def _body_day(request: HttpRequest) -> date:
+    try:
+        body = json.loads(request.body or b"{}")
+    except RequestDataTooBig:
+        raise BadParameter("the request body is too large") from None
+    except (ValueError, UnicodeDecodeError):
+        raise BadParameter('the request body must be a JSON object: {"day": "YYYY-MM-DD"}') from None
+    value = body.get("day") if isinstance(body, dict) else None
+    day = day_param(value) if isinstance(value, str) else None
+    if day is None:
+        raise BadParameter('give the day to analyse: {"day": "YYYY-MM-DD"}')
+    return day
+
+
+@login_required
+@post_only
+def start_run_page(request: HttpRequest) -> HttpResponse:
+    """The page's form (without its script): queue the run, then back to the day's page,
+    which shows the run's progress."""
+    try:
+        require_run_permission(request.user)
+        day = day_param(request.POST.get("day"))
+        if day is None:
+            raise BadParameter("give the day to analyse (YYYY-MM-DD)")
+        back = {"day": day.isoformat(), **_selection(request)}
+        run = runner.request_run(day, request.user.get_username())
+        messages.success(request, f"Queued analytics run {run.pk} of {day}.")
+    except PermissionDenied as exc:
+        return error_answer(request, 403, str(exc))
+    except BadParameter as exc:
+        return error_answer(request, 400, str(exc))
+    except runner.RunAlreadyActive as exc:
+        messages.info(request, f"Run {exc.run.pk} of {day} is already {exc.run.status}.")
+    return HttpResponseRedirect(_with_query("analytics", back))
+
+
+def _selection(request: HttpRequest) -> dict[str, str]:
+    """The topic and group the form came from, to show again."""
+    picked = {name: text_param(request.POST.get(name), name, max_length=128) for name in ("topic", "group")}
+    return {k: v for k, v in picked.items() if v}

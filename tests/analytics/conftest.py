@@ -7,23 +7,23 @@ import pytest
 from django.test import Client
 from pyspark.sql import SparkSession
 
-from analytics.session import build_session
+from analytics.session import SessionOptions, build_session
 
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """One real local Spark for the whole run: starting a JVM costs seconds, and
     ``run_analytics`` reuses this active session instead of starting its own."""
-    session = build_session("local[1]", "lockstep-tests", shuffle_partitions=1)
+    session = build_session("local[2]", "lockstep-tests", SessionOptions(shuffle_partitions=2))
     yield session
     session.stop()
 
 
 @pytest.fixture(autouse=True)
-def analytics_dir(settings: Any, tmp_path: Any) -> Any:
-    """Exports go to a per-test directory, never to the project's var/."""
-    settings.LOCKSTEP_ANALYTICS_DIR = tmp_path / "analytics"
-    return settings.LOCKSTEP_ANALYTICS_DIR
+def analytics_uri(settings: Any, tmp_path: Any) -> str:
+    """The data set lives in a per-test folder, never in the project's var/."""
+    settings.LOCKSTEP_ANALYTICS_URI = str(tmp_path / "analytics")
+    return str(settings.LOCKSTEP_ANALYTICS_URI)
 
 
 @pytest.fixture

@@ -1,0 +1,94 @@
+"""Filters for the reports page: the day's figures and their changes as an operator reads
+them (counts with separators, shares as percentages, durations in words)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from dashboard.monitor.templatetags.lockstep import seconds
+
+register = template.Library()
+DASH = "—"
+MINUS = "−"  # a real minus sign: it lines up with the plus in a column of changes
+
+
+@register.filter
+def count(value: Any) -> str:
+    """``12345`` -> ``12,345``; ``—`` when unknown."""
+    if value is None or value == "":
+        return DASH
+    number = float(value)
+    return f"{number:,.0f}" if number == int(number) else f"{number:,.1f}"
+
+
+@register.filter
+def percent(value: Any) -> str:
+    """A share (0..1) as a percentage, with the decimals small shares need:
+    ``0.5`` -> ``50%``, ``0.0421`` -> ``4.2%``, ``0.00042`` -> ``0.04%``."""
+    if value is None or value == "":
+        return DASH
+    pct = float(value) * 100
+    if pct == 0 or abs(pct) >= 10:
+        return f"{pct:.0f}%"
+    return f"{pct:.1f}%" if abs(pct) >= 1 else f"{pct:.2f}%"
+
+
+@register.filter
+def times(value: Any) -> str:
+    """A ratio as a multiple: ``3.25`` -> ``3.2×``."""
+    if value is None or value == "":
+        return DASH
+    return f"{float(value):.1f}×"
+
+
+@register.filter
+def figure(value: Any, unit: str) -> str:
+    """A headline figure in its unit (``s``, ``ratio``, or a count)."""
+    if value is None:
+        return DASH
+    if unit == "s":
+        return seconds(value)
+    if unit == "ratio":
+        return percent(value)
+    return count(value)
+
+
+@register.filter
+def change(delta: Any, unit: str) -> str:
+    """A figure's change from an earlier day, signed: ``+4 min 5 s``, ``−12``, ``+0.02 pp``
+    (a share's change in percentage points), ``±0`` when none."""
+    if delta is None:
+        return DASH
+    d = float(delta)
+    if d == 0:
+        return "±0"
+    sign = "+" if d > 0 else MINUS
+    if unit == "s":
+        return sign + seconds(abs(d))
+    if unit == "ratio":
+        points = abs(d) * 100
+        return f"{sign}{points:.2f} pp" if points < 1 else f"{sign}{points:.1f} pp"
+    return sign + count(abs(d))
+
+
+@register.filter
+def relative(value: Any) -> str:
+    """A relative change as a signed percentage: ``0.25`` -> ``+25%``."""
+    if value is None:
+        return ""
+    pct = float(value) * 100
+    sign = "+" if pct > 0 else MINUS if pct < 0 else "±"
+    return f"{sign}{abs(pct):.0f}%" if abs(pct) >= 1 or pct == 0 else f"{sign}{abs(pct):.1f}%"
+
+
+@register.filter
+def clock(value: Any, day: str = "") -> str:
+    """An ISO time (as the report's rows give them) as ``HH:MM:SS`` UTC, with its date in
+    front when it is not ``day`` (an episode that began the day before)."""
+    text = str(value or "")
+    if len(text) < 19:
+        return DASH
+    when = text[11:19]
+    return when if text[:10] == day else f"{text[:10]} {when}"
