@@ -5,43 +5,181 @@ samples are missing, the next tick samples again."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from typing import Any, NamedTuple
+
+import redis
 from celery import shared_task
 from django.utils import timezone
 
 from dashboard.monitor import retention
 from dashboard.monitor.redis_conn import get_redis, skipped_during_redis_outage
 from workers import events as ev
+from workers import keys
 from workers.config import Limits
-from workers.inspect import overview
+from workers.inspect import BlockedKey, GroupState, HeldKey, held_keys, list_topics, redis_now_ms
+from workers.inspect.consumers import QueueCardKey, cards_of, consumers
+from workers.inspect.lag import topic_lag
+from workers.inspect.state import group_state
+from workers.redis_types import entries
+from workers.refs import QueueRef
+from workers.topics import Topic
+
+# A sample is one event per (topic, queue, group) every LOCKSTEP_LAG_SAMPLE_SECONDS: its
+# key lists are capped so that a queue with thousands of stuck keys still makes a small
+# event. The owner's card lists its 20 blocked longest already.
+BLOCKED_KEYS_CAP = 20
+HELD_KEYS_CAP = 50
+ERROR_CHARS = 200
+
+
+class _Cell(NamedTuple):
+    """One (queue, group) of a topic."""
+
+    queue: int
+    max_offset: int
+    group: GroupState
 
 
 @shared_task
 @skipped_during_redis_outage
 def sample_lag() -> int:
     """Append one ``lag_sampled`` event per (topic, queue, group): the history the queue
-    charts and the nightly analytics read."""
+    charts and the nightly analytics read (docs/events.md §2, docs/analytics.md §2)."""
     client = get_redis()
-    snapshot = overview(client)
-    samples = [
-        ev.Event(
-            ev.LAG_SAMPLED,
-            snapshot["generated_at_ms"],
-            topic["name"],
-            g["group"],
-            q["queue"],
-            details={
-                "max_offset": q["max_offset"],
-                "committed_offset": g["committed_offset"],
-                "lag": g["lag"],
-                "time_lag_s": g["time_lag_s"],
-                "owner": g["owner"] or "",
-            },
-        )
-        for topic in snapshot["topics"]
-        for q in topic["queues"]
-        for g in q["groups"]
-    ]
-    return ev.append(client, samples, Limits.from_env().events_maxlen)
+    return ev.append(client, lag_samples(client), Limits.from_env().events_maxlen)
+
+
+def lag_samples(client: redis.Redis) -> list[ev.Event]:
+    """Every (topic, queue, group)'s sample at one Redis time: its lag (as
+    ``workers.inspect.overview``), its owner's state, retries and blocked keys (as
+    ``topic_state``), its held keys, and the key of the message at its committed offset
+    when it is behind. The live consumers are read once, then each topic in a few
+    pipelined round trips: its lag, and only where there are any, its held keys and the
+    keys at the committed offsets."""
+    now_ms = redis_now_ms(client)
+    live = consumers(client)
+    live_ids = {c["id"] for c in live}
+    cards = cards_of(live, None)
+    samples = []
+    for topic in list_topics(client):
+        cells: list[_Cell] = []
+        for q in topic_lag(client, topic, now_ms)["queues"]:
+            ref = QueueRef(topic.name, q["queue"])
+            for g in q["groups"]:
+                card = cards.get(QueueCardKey(ref, g["group"], g["owner"] or ""))
+                state = group_state(g, card, now_ms, owner_live=g["owner"] in live_ids)
+                cells.append(_Cell(q["queue"], q["max_offset"], state))
+        held = _held(client, topic, cells)
+        heads = _head_keys(client, topic, cells)
+        samples += [
+            ev.Event(
+                ev.LAG_SAMPLED,
+                now_ms,
+                topic.name,
+                cell.group["group"],
+                cell.queue,
+                details=_details(cell, held.get((cell.queue, cell.group["group"]), []), heads),
+            )
+            for cell in cells
+        ]
+    return samples
+
+
+def _details(
+    cell: _Cell, held: list[dict[str, Any]], heads: dict[tuple[int, int], str]
+) -> dict[str, Any]:
+    """A sample's details (docs/events.md §2): ``blocked_keys`` lists the owner's blocked
+    keys (``held`` false), then the held ones (``held`` true, ``error`` "held", at the
+    offset of the dead letter holding them, ``waiting`` their parked messages)."""
+    g = cell.group
+    head = _head_offset(g, cell.max_offset)
+    blocked = [_blocked(b) for b in g.get("blocked_keys", [])[:BLOCKED_KEYS_CAP]]
+    return {
+        "max_offset": cell.max_offset,
+        "committed_offset": g["committed_offset"],
+        "lag": g["lag"],
+        "time_lag_s": g["time_lag_s"],
+        "owner": g["owner"] or "",
+        "state": g["state"],
+        "retries": g["retries"],
+        "head_offset": head,
+        "head_key": "" if head is None else heads.get((cell.queue, head), ""),
+        "blocked_count": g.get("blocked_count", 0),
+        "blocked_keys": blocked + held,
+        "held_keys": g["parked_keys"],
+        "parked": g["parked"],
+    }
+
+
+def _head_offset(g: GroupState, max_offset: int) -> int | None:
+    """The committed offset while a message waits there (the group is behind on the
+    stream itself, not only on parked messages); ``None`` otherwise."""
+    behind = g["lag"] > 0 and g["committed_offset"] < max_offset
+    return g["committed_offset"] if behind else None
+
+
+def _blocked(b: BlockedKey) -> dict[str, Any]:
+    return {
+        "key": b["key"],
+        "offset": b["offset"],
+        "retries": b["retries"],
+        "waiting": b["waiting"],
+        "since_ms": b["since_ms"],
+        "error": str(b.get("error") or "")[:ERROR_CHARS],
+        "held": False,
+    }
+
+
+def _held(
+    client: redis.Redis, topic: Topic, cells: list[_Cell]
+) -> dict[tuple[int, str], list[dict[str, Any]]]:
+    """(queue, group) -> its held keys, held longest first, at most ``HELD_KEYS_CAP``;
+    read only for the groups that have any (the lag counted them)."""
+    groups = sorted({c.group["group"] for c in cells if c.group["parked_keys"]})
+    found: dict[tuple[int, str], list[HeldKey]] = defaultdict(list)
+    for group in groups:
+        for h in held_keys(client, topic.name, group):
+            found[(h["queue"], group)].append(h)
+    return {
+        cell: [_held_entry(h) for h in sorted(hs, key=_held_longest_first)[:HELD_KEYS_CAP]]
+        for cell, hs in found.items()
+    }
+
+
+def _held_longest_first(h: HeldKey) -> tuple[bool, int, str]:
+    return h["since_ms"] is None, h["since_ms"] or 0, h["key"]
+
+
+def _held_entry(h: HeldKey) -> dict[str, Any]:
+    return {
+        "key": h["key"],
+        "offset": h["offset"],
+        "retries": None,  # the dead letter's; not read for a sample
+        "waiting": h["messages"],
+        "since_ms": h["since_ms"],
+        "error": "held",
+        "held": True,
+    }
+
+
+def _head_keys(client: redis.Redis, topic: Topic, cells: list[_Cell]) -> dict[tuple[int, int], str]:
+    """(queue, offset) -> the key of the message at each head offset, "" when the stream
+    has no such entry or it is malformed (as ``workers.inspect.key_at``, in one pipelined
+    round trip for the whole topic)."""
+    heads = {(c.queue, _head_offset(c.group, c.max_offset)) for c in cells}
+    wanted = sorted((queue, head) for queue, head in heads if head is not None)
+    if not wanted:
+        return {}
+    pipe = client.pipeline(transaction=False)
+    for queue, offset in wanted:
+        entry_id = f"{offset}-1"
+        pipe.xrange(keys.stream(QueueRef(topic.name, queue)), min=entry_id, max=entry_id)
+    found = {}
+    for at, reply in zip(wanted, pipe.execute(), strict=True):
+        fields = entries(reply)[0][1] if reply else {}
+        found[at] = fields.get(b"k", b"").decode("utf-8", "replace")
+    return found
 
 
 @shared_task

@@ -181,8 +181,8 @@ def _choose(pairs: list[GroupDay], topic: str, group: str) -> tuple[GroupDay | N
     for p in pairs:
         if p.topic == topic and (p.group == group or not group):
             return p, ""
-    asked = f"{topic or '*'}/{group or '*'}"
-    return pairs[0], f"{asked} has no figures on this day: showing {pairs[0].topic}/{pairs[0].group}."
+    asked, shown = f"{topic or '*'}/{group or '*'}", f"{pairs[0].topic}/{pairs[0].group}"
+    return pairs[0], f"{asked} has no figures on this day: showing {shown}."
 
 
 def _choose_queue(queues: list[dict], queue: int | None) -> tuple[int | None, str]:

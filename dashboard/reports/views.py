@@ -46,6 +46,7 @@ RUN_ANALYTICS = "reports.run_analytics"
 DAY_FORMAT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 # As the dead-letter list's queue filter: no topic has more queues.
 MAX_QUEUE = 1023
+PAIR = ("topic", "group")
 
 
 def may_run(user: AbstractBaseUser | AnonymousUser) -> bool:
@@ -110,7 +111,7 @@ def _with_query(name: str, query: dict[str, str]) -> str:
 def run_api(request: HttpRequest, run_id: str) -> dict[str, Any]:
     """The run's fields (``AnalyticsRun.as_dict``), ``active`` and ``links``."""
     pk = int_param(run_id, "run id", minimum=1)
-    run = AnalyticsRun.objects.filter(pk=pk).first()
+    run = AnalyticsRun.objects.filter(pk=pk).first() if pk is not None else None
     if run is None:
         raise NotFound(f"no analytics run {pk}")
     return run_state(run)
@@ -136,7 +137,7 @@ def _body_day(request: HttpRequest) -> date:
     except RequestDataTooBig:
         raise BadParameter("the request body is too large") from None
     except (ValueError, UnicodeDecodeError):
-        raise BadParameter('the request body must be a JSON object: {"day": "YYYY-MM-DD"}') from None
+        raise BadParameter('the request body must be JSON: {"day": "YYYY-MM-DD"}') from None
     value = body.get("day") if isinstance(body, dict) else None
     day = day_param(value) if isinstance(value, str) else None
     if day is None:
@@ -168,5 +169,5 @@ def start_run_page(request: HttpRequest) -> HttpResponse:
 
 def _selection(request: HttpRequest) -> dict[str, str]:
     """The topic and group the form came from, to show again."""
-    picked = {name: text_param(request.POST.get(name), name, max_length=128) for name in ("topic", "group")}
+    picked = {name: text_param(request.POST.get(name), name, max_length=128) for name in PAIR}
     return {k: v for k, v in picked.items() if v}

@@ -29,9 +29,7 @@ def grant(apps: Any, schema_editor: Any) -> None:
 def revoke(apps: Any, schema_editor: Any) -> None:
     permission = apps.get_model("auth", "Permission")
     group = apps.get_model("auth", "Group")
-    perm = permission.objects.filter(
-        content_type__app_label="reports", codename=CODENAME
-    ).first()
+    perm = permission.objects.filter(content_type__app_label="reports", codename=CODENAME).first()
     if perm is not None:
         for g in group.objects.filter(name__in=ROLES):
             g.permissions.remove(perm)

@@ -11,7 +11,7 @@ from dashboard.monitor.templatetags.lockstep import seconds
 
 register = template.Library()
 DASH = "—"
-MINUS = "−"  # a real minus sign: it lines up with the plus in a column of changes
+MINUS = "\u2212"  # a real minus sign: it lines up with the plus in a column of changes
 
 
 @register.filter
@@ -37,10 +37,10 @@ def percent(value: Any) -> str:
 
 @register.filter
 def times(value: Any) -> str:
-    """A ratio as a multiple: ``3.25`` -> ``3.2×``."""
+    """A ratio as a multiple: ``3.25`` -> ``3.2`` and a multiplication sign."""
     if value is None or value == "":
         return DASH
-    return f"{float(value):.1f}×"
+    return f"{float(value):.1f}\u00d7"
 
 
 @register.filter
@@ -57,8 +57,8 @@ def figure(value: Any, unit: str) -> str:
 
 @register.filter
 def change(delta: Any, unit: str) -> str:
-    """A figure's change from an earlier day, signed: ``+4 min 5 s``, ``−12``, ``+0.02 pp``
-    (a share's change in percentage points), ``±0`` when none."""
+    """A figure's change from an earlier day, signed (a real minus sign): ``+4 min 5 s``,
+    ``-12``, ``+0.02 pp`` (a share's change in percentage points), ``±0`` when none."""
     if delta is None:
         return DASH
     d = float(delta)

@@ -1,35 +1,37 @@
-from argparse import ArgumentParser
+from argparse import ArgumentParser, ArgumentTypeError
+from datetime import date
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
 from dashboard.reports.models import AnalyticsRun
 from dashboard.reports.report import report_lines
-from dashboard.reports.runner import DEFAULT_SINCE_HOURS, run_analytics
+from dashboard.reports.runner import run_analytics
+
+
+def _day(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
 
 
 class Command(BaseCommand):
     help = (
-        "Export the last hours of events, run the Spark lag analytics on them and store "
-        "the per-queue summary shown at /analytics/."
+        "Run the Spark analytics over one UTC day of the data set (LOCKSTEP_ANALYTICS_URI) "
+        "and store the report shown at /analytics/; re-running a day replaces its report."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument(
-            "--master", default=None, help="Spark master URL (default: settings.SPARK_MASTER)"
+            "--date", type=_day, default=None, help="the UTC day, YYYY-MM-DD (default: yesterday)"
         )
         parser.add_argument(
-            "--since-hours",
-            type=float,
-            default=DEFAULT_SINCE_HOURS,
-            help="analyse events of this many hours before now (default 24)",
+            "--master", default=None, help="Spark master URL (default: settings.SPARK_MASTER)"
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        since_hours = options["since_hours"]
-        if since_hours <= 0:
-            raise CommandError(f"--since-hours must be positive, got {since_hours}")
-        run = run_analytics(master=options["master"], since_hours=since_hours)
+        run = run_analytics(day=options["date"], master=options["master"])
         for line in report_lines(run):
             self.stdout.write(line)
         if run.status == AnalyticsRun.Status.FAILED:
