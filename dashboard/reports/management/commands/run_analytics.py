@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from dashboard.reports.models import AnalyticsRun
 from dashboard.reports.report import report_lines
 from dashboard.reports.runner import run_analytics
+from dashboard.reports.writer import write_new_data
 
 
 def _day(text: str) -> date:
@@ -29,8 +30,20 @@ class Command(BaseCommand):
         parser.add_argument(
             "--master", default=None, help="Spark master URL (default: settings.SPARK_MASTER)"
         )
+        parser.add_argument(
+            "--write-first",
+            action="store_true",
+            help="append what is new (events, samples, messages) to the data set first, as "
+            "the beat task does every LOCKSTEP_ANALYTICS_WRITE_SECONDS",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["write_first"]:
+            written = write_new_data()
+            self.stdout.write(
+                "Appended to the data set: "
+                + ", ".join(f"{n} {name}" for name, n in written.items())
+            )
         run = run_analytics(day=options["date"], master=options["master"])
         for line in report_lines(run):
             self.stdout.write(line)

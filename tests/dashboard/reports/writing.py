@@ -1,17 +1,38 @@
-"""Reading the written data set back (as the job's reader would: pyarrow, Hive
-partitions), and storing events in the database with chosen times."""
+"""For the analytics writer's tests: fixtures (imported by the tests that use them),
+reading the written data set back as the job's reader would (pyarrow, Hive partitions),
+and storing events in the database with chosen times."""
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
+import pytest
+import redis
 
 from dashboard.monitor.models import Event
+from workers import Producer
+
+
+@pytest.fixture
+def analytics_uri(settings: Any, tmp_path: Path, redis_client: redis.Redis) -> str:
+    """The data set in a per-test folder, on a flushed Redis (no writer lock, topic or
+    stream left by another test)."""
+    settings.LOCKSTEP_ANALYTICS_URI = str(tmp_path / "analytics")
+    return str(settings.LOCKSTEP_ANALYTICS_URI)
+
+
+@pytest.fixture
+def producer(redis_url: str) -> Iterator[Producer]:
+    p = Producer(redis_url)
+    yield p
+    p.close()
+
 
 _ids = itertools.count(1)
 
