@@ -23,7 +23,7 @@ def from_ms(ms: int | None) -> datetime | None:
 
 def rows(frame: DataFrame) -> list[Row]:
     """The frame's rows as dicts, in its order."""
-    return [row.asDict() for row in frame.toLocalIterator()]
+    return [row.asDict() for row in frame.collect()]
 
 
 def episode_rows(episodes: DataFrame) -> list[Row]:

@@ -25,7 +25,7 @@ from bench.analytics_data.plan import HOUR, MIN_ROWS, Plan, make_plan
 from bench.analytics_data.tables import message_chunks, sample_rows
 from bench.analytics_data.topology import KEY_NAMES, SKEWED
 
-__all__ = ["MIN_ROWS", "Generated", "generate", "make_plan", "planted"]
+__all__ = ["MIN_ROWS", "SEED", "Generated", "generate", "make_plan", "planted"]
 
 SEED = 20_261_123
 # Rows of messages per write_batch: a handful of batches, each a few hours of the day

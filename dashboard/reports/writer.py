@@ -19,8 +19,9 @@ next call writes the same batch again under the same file names:
 - an events batch is named ``e<first id it may hold>`` (the events cursor + 1) and holds
   the first ``EVENT_BATCH_ROWS`` stored events after the cursor. Written again, it reads
   from the same cursor with the same limit: the same rows, or more when it was short of
-  the limit the first time (ids only grow, the ingester commits them in id order). Every
-  row of an earlier file is in the new file of its partition, which replaces it.
+  the limit the first time (ids only grow, and the one ingester, docs/events.md §4,
+  commits them in id order). Every row of an earlier file is in the new file of its
+  partition, which replaces it.
 - a messages batch spans every queue, so that a run writes one file per partition rather
   than one per queue. How far it reads each queue depends on what the streams held then,
   so before writing it records its plan, the offset it ends at per queue
@@ -171,8 +172,9 @@ def _positions(prefix: str) -> dict[str, int]:
 
 def _commit(moves: dict[str, tuple[int, int]], drop_plan: bool = False) -> None:
     """Move each cursor ``name`` from ``old`` to ``new`` (creating it when ``old`` is 0
-    and it does not exist yet) and drop the messages plan, all in one transaction; raise
-    ``CursorMoved`` when a cursor was not at ``old``."""
+    and it does not exist yet) and, with ``drop_plan``, drop the messages plan, all in one
+    transaction; raise ``CursorMoved`` (and move nothing) when a cursor was not at
+    ``old``."""
     with transaction.atomic():
         for name, (old, new) in moves.items():
             if DataCursor.objects.filter(name=name, position=old).update(position=new):

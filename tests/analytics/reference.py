@@ -104,7 +104,7 @@ def retry_hotspots(events: list[Row], top_n: int) -> list[tuple]:
     for (topic, group, kind, name), (retries, dead) in tallies.items():
         ranked[(topic, group, kind)].append((-retries, -dead, name))
     out = []
-    for (topic, group, kind) in sorted(ranked):
+    for topic, group, kind in sorted(ranked):
         for retries, dead, name in sorted(ranked[(topic, group, kind)])[:top_n]:
             out.append((group, kind, name, -retries, -dead))
     return out

@@ -29,7 +29,11 @@ def test_it_gives_nearest_rank_percentiles_of_offset_and_time_lag_per_hour(spark
         20,
         20,
     )
-    assert (first["time_lag_p50"], first["time_lag_p99"], first["time_lag_max"]) == (5.0, 10.0, 10.0)
+    assert (first["time_lag_p50"], first["time_lag_p99"], first["time_lag_max"]) == (
+        5.0,
+        10.0,
+        10.0,
+    )
     assert (second["hour"], second["lag_p50"], second["lag_p95"], second["lag_max"]) == (1, 3, 9, 9)
     assert [g["lag_p50"] for g in groups] == [10, 3]
 

@@ -68,9 +68,7 @@ def test_a_key_still_blocked_at_the_last_sample_of_the_day_is_open(spark: SparkS
 def test_a_key_that_was_unblocked_succeeded_and_a_replayed_one_says_so(spark: SparkSession):
     one = blocked_key("a", 5, at(2, 0), retries=3)
     two = blocked_key("b", 6, at(2, 0), held=True, error="held")
-    samples = [
-        sample(at(2, m), lag=3, blocked=[one, two], key_ordering=True) for m in range(0, 5)
-    ]
+    samples = [sample(at(2, m), lag=3, blocked=[one, two], key_ordering=True) for m in range(0, 5)]
     samples += [sample(at(2, 5), lag=0, key_ordering=True)]
     events = [event("dead_letter_replayed", at(2, 4, 30), offset=6, key="b")]
     episodes = {e["key"]: e for e in _episodes(spark, samples, events)}

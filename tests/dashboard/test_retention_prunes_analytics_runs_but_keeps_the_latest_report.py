@@ -1,4 +1,4 @@
-"""Nightly analytics runs (with their lag summaries and stuck intervals) older than
+"""Nightly analytics runs (with their queue figures and stuck episodes) older than
 LOCKSTEP_REPORT_RETENTION_DAYS are pruned, except the latest report, which the reports
 page shows however old it is."""
 
@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from dashboard.monitor.tasks import prune_events
-from dashboard.reports.models import AnalyticsRun, LagSummary, StuckInterval
+from dashboard.reports.models import AnalyticsRun, QueueDay, StuckEpisode
 
 pytestmark = pytest.mark.django_db
 
@@ -19,28 +19,26 @@ pytestmark = pytest.mark.django_db
 def _run(age_days: float, status: str = AnalyticsRun.Status.OK) -> AnalyticsRun:
     started = timezone.now() - timedelta(days=age_days)
     run = AnalyticsRun.objects.create(
+        day=(started - timedelta(days=1)).date(),
         started_at=started,
         finished_at=started + timedelta(minutes=2),
         status=status,
-        window_start=started - timedelta(days=1),
-        window_end=started,
         spark_master="local[1]",
     )
-    LagSummary.objects.create(
-        run=run, topic="orders", group="mailer", queue=0, window_start=started, window_end=started
-    )
+    QueueDay.objects.create(run=run, topic="orders", group="mailer", queue=0)
     at: datetime = started
-    StuckInterval.objects.create(
+    StuckEpisode.objects.create(
         run=run,
         topic="orders",
         group="mailer",
         queue=0,
-        committed_offset=9,
+        level=StuckEpisode.Level.QUEUE,
+        offset=9,
         started_at=at,
         ended_at=at,
+        last_seen_at=at,
         duration_s=60.0,
-        samples=6,
-        max_lag=4,
+        outcome="succeeded",
     )
     return run
 
@@ -54,8 +52,8 @@ def test_it_deletes_runs_older_than_the_retention_with_their_rows(settings: Any)
 
     assert deleted == len(old)
     assert sorted(AnalyticsRun.objects.values_list("pk", flat=True)) == [r.pk for r in kept]
-    assert sorted(LagSummary.objects.values_list("run_id", flat=True)) == [r.pk for r in kept]
-    assert sorted(StuckInterval.objects.values_list("run_id", flat=True)) == [r.pk for r in kept]
+    assert sorted(QueueDay.objects.values_list("run_id", flat=True)) == [r.pk for r in kept]
+    assert sorted(StuckEpisode.objects.values_list("run_id", flat=True)) == [r.pk for r in kept]
 
 
 def test_it_keeps_the_latest_report_however_old_it_is(settings: Any) -> None:

@@ -69,7 +69,8 @@ def change(delta: Any, unit: str) -> str:
         return sign + seconds(abs(d))
     if unit == "ratio":
         points = abs(d) * 100
-        return f"{sign}{points:.2f} pp" if points < 1 else f"{sign}{points:.1f} pp"
+        decimals = 1 if points >= 1 else 2 if points >= 0.01 else 3
+        return f"{sign}{points:.{decimals}f} pp"
     return sign + count(abs(d))
 
 

@@ -28,6 +28,9 @@
   // ---- formatting ----------------------------------------------------------------------
 
   const numberFormat = new Intl.NumberFormat("en-US", { maximumFractionDigits: 1 });
+  const compactFormat = new Intl.NumberFormat("en-US", { notation: "compact", maximumFractionDigits: 1 });
+  // Tick steps for a seconds axis: whole seconds, minutes and hours, so every label is short.
+  const SECOND_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
 
   function hourLabel(h) { return String(h).padStart(2, "0") + ":00"; }
 
@@ -37,6 +40,17 @@
     if (s < 60) return Math.floor(s) + " s";
     if (s < 3600) return Math.floor(s / 60) + " min " + Math.floor(s % 60) + " s";
     return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
+  }
+
+  // An axis label: "45 s", "10 min", "2 h".
+  function secondsTick(s) {
+    if (s < 60) return s + " s";
+    if (s < 3600) return Math.round(s / 60 * 10) / 10 + " min";
+    return Math.round(s / 3600 * 10) / 10 + " h";
+  }
+
+  function countAxis() {
+    return { values: function (u, splits) { return splits.map(function (v) { return compactFormat.format(v); }); } };
   }
 
   // ---- the charts ----------------------------------------------------------------------
@@ -76,7 +90,7 @@
       "lag-chart": {
         series: lagSeries("lag", "messages"),
         columns: ["lag_p50", "lag_p95", "lag_p99", "lag_max"].map(function (f) { return perHour(rows, f); }),
-        axis: { values: function (u, splits) { return splits.map(function (v) { return numberFormat.format(v); }); } },
+        axis: countAxis(),
       },
       "time-lag-chart": {
         series: lagSeries("time_lag", "s").concat([
@@ -86,7 +100,7 @@
         columns: ["time_lag_p50", "time_lag_p95", "time_lag_p99", "time_lag_max"]
           .map(function (f) { return perHour(rows, f); })
           .concat([HOURS.map(function () { return threshold; })]),
-        axis: { values: function (u, splits) { return splits.map(seconds); }, size: 70 },
+        axis: { incrs: SECOND_STEPS, values: function (u, splits) { return splits.map(secondsTick); }, size: 60 },
       },
       "throughput-chart": {
         series: [
@@ -98,7 +112,7 @@
             value: function (u, v) { return v === null ? "—" : numberFormat.format(v); } },
         ],
         columns: [perHour(rows, "produced"), perHour(rows, "consumed")],
-        axis: { values: function (u, splits) { return splits.map(function (v) { return numberFormat.format(v); }); } },
+        axis: countAxis(),
         zero: true,
       },
     };

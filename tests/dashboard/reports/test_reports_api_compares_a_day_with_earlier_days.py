@@ -234,7 +234,7 @@ def test_it_gives_the_hourly_series_of_the_group_or_of_one_queue(client_: Client
 def test_it_lists_the_worst_queues_first_and_the_lock_churn(client_: Client) -> None:
     run = run_of(DAY)
     group_day(run)
-    rows = {
+    rows: dict[int, dict[str, Any]] = {
         0: {"time_lag_p99": 3.0, "seconds_above_threshold": 0.0},
         1: {"time_lag_p99": 40.0, "seconds_above_threshold": 100.0, "owner_changes": 2},
         2: {"time_lag_p99": 40.0, "seconds_above_threshold": 900.0, "fencing_rejections": 1},

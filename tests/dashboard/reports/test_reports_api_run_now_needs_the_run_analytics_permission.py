@@ -15,6 +15,10 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
+# Imported at collection, so its tasks are registered with the Celery app before the
+# suite's session fixture closes the app: ``Celery.close`` also takes the app off the
+# active apps that a task module imported later would be registered with.
+import dashboard.reports.tasks  # noqa: F401
 from dashboard.reports.models import AnalyticsRun
 from tests.dashboard.deadletters.conftest import admin_user, operator, viewer
 

@@ -16,6 +16,7 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 from playwright.sync_api import Browser, Page
 
+from dashboard.reports import models as m
 from tests.dashboard.stack import REPO, TIMEOUT_MS, Site, chromium, log_in, running_site
 
 SCREENSHOTS = REPO / "var" / "screenshots"
@@ -41,8 +42,6 @@ def seed() -> None:
 
 
 def _seed_day(day: date, load: float) -> None:
-    from dashboard.reports import models as m
-
     start = datetime(day.year, day.month, day.day, tzinfo=UTC)
     run = m.AnalyticsRun.objects.create(
         day=day,
@@ -69,9 +68,7 @@ def _hourly(hour: int, load: float) -> int:
     return int(800 * load * (1.2 + math.sin((hour - 8) / 24 * 2 * math.pi)))
 
 
-def _seed_group(run: object, start: datetime, group: str, load: float) -> None:
-    from dashboard.reports import models as m
-
+def _seed_group(run: m.AnalyticsRun, start: datetime, group: str, load: float) -> None:
     troubled = group == "billing"
     totals = {"produced": 0, "consumed": 0}
     for hour in range(24):
@@ -156,9 +153,9 @@ def _seed_group(run: object, start: datetime, group: str, load: float) -> None:
         _seed_hotspots(run, load)
 
 
-def _seed_queue_day(run: object, group: str, queue: int, load: float, troubled: bool) -> object:
-    from dashboard.reports import models as m
-
+def _seed_queue_day(
+    run: m.AnalyticsRun, group: str, queue: int, load: float, troubled: bool
+) -> m.QueueDay:
     hot = troubled and queue == SKEWED
     produced = int(sum(_hourly(h, load) for h in range(24)) * (2.6 if queue == SKEWED else 0.77))
     consumed = int(produced * (0.8 if hot else 1.0))
@@ -191,9 +188,7 @@ def _seed_queue_day(run: object, group: str, queue: int, load: float, troubled: 
     )
 
 
-def _seed_episodes(run: object, start: datetime, group: str, load: float) -> int:
-    from dashboard.reports import models as m
-
+def _seed_episodes(run: m.AnalyticsRun, start: datetime, group: str, load: float) -> int:
     day_end = start + timedelta(hours=23, minutes=59, seconds=50)
     episodes = [
         # (queue, level, key, offset, from, to or None (open), retries, behind, outcome, error)
@@ -259,9 +254,7 @@ def _seed_episodes(run: object, start: datetime, group: str, load: float) -> int
     return len(episodes)
 
 
-def _seed_hotspots(run: object, load: float) -> None:
-    from dashboard.reports import models as m
-
+def _seed_hotspots(run: m.AnalyticsRun, load: float) -> None:
     keys = [("customer-1187", 160, 12), ("customer-0420", 22, 1), ("customer-0077", 11, 1),
             ("customer-2301", 6, 0), ("customer-0815", 4, 0)]  # fmt: skip
     errors = [("CardDeclined", 168, 12), ("TimeoutError", 27, 1), ("ValueError", 8, 1)]
@@ -277,9 +270,7 @@ def _seed_hotspots(run: object, load: float) -> None:
         )  # fmt: skip
 
 
-def _seed_skew(run: object, load: float) -> None:
-    from dashboard.reports import models as m
-
+def _seed_skew(run: m.AnalyticsRun, load: float) -> None:
     per_day = sum(_hourly(h, load) for h in range(24))
     counts = [int(per_day * (2.6 if q == SKEWED else 0.77)) for q in range(QUEUES)]
     mean = sum(counts) / QUEUES
@@ -395,6 +386,7 @@ def test_it_switches_the_charts_to_one_queues_series(page: Page, site: Site) -> 
 
 
 def test_it_says_what_to_do_on_a_day_without_a_report(page: Page, site: Site) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     empty = report_day() - timedelta(days=3)
     page.goto(f"{site.url}/analytics/?day={empty}")
 
@@ -402,9 +394,11 @@ def test_it_says_what_to_do_on_a_day_without_a_report(page: Page, site: Site) ->
     assert f"python manage.py run_analytics --date {empty}" in text
     assert "write_analytics_data" in text
     assert page.get_attribute("#latest-report", "href") == f"?day={report_day()}"
+    page.screenshot(path=str(SCREENSHOTS / "reports-page-no-report.png"))
 
 
 def test_run_now_queues_a_run_and_follows_it_until_it_ends(page: Page, site: Site) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     day = report_day() - timedelta(days=2)
     page.goto(f"{site.url}/analytics/?day={day}")
 
@@ -417,11 +411,13 @@ def test_run_now_queues_a_run_and_follows_it_until_it_ends(page: Page, site: Sit
     page.wait_for_selector("#run-state[data-status='running']")
     assert page.text_content("#run-percent") == "45%"
     assert page.text_content("#run-stage") == "lag"
+    page.screenshot(path=str(SCREENSHOTS / "reports-page-running.png"))
     # The worker's Spark fails: the page reloads by itself and says why.
     with page.expect_navigation():
         _update_run(site, run_id, "status='failed', error='Py4JJavaError: the driver died'")
     assert "Py4JJavaError: the driver died" in (page.text_content("#run-error") or "")
     assert page.is_visible("#run-now-button:not([disabled])")
+    page.screenshot(path=str(SCREENSHOTS / "reports-page-failed-run.png"))
 
 
 def _update_run(site: Site, run_id: str | None, assignments: str) -> None:

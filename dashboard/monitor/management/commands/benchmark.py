@@ -3,11 +3,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-BENCHMARKS = ("runtime", "ordering", "dashboard", "deadletters", "storage", "soak")
+BENCHMARKS = ("runtime", "ordering", "dashboard", "deadletters", "storage", "soak", "analytics")
 
 
 class Command(BaseCommand):
-    help = "Run a benchmark on a private redis-server and print its results as JSON."
+    help = (
+        "Run a benchmark on a private redis-server (analytics: on a synthetic day of the "
+        "analytics data set) and print its results as JSON."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", choices=BENCHMARKS)
@@ -26,7 +29,8 @@ class Command(BaseCommand):
             type=int,
             default=None,
             help="runs per case, medians reported (runtime 3, ordering 5, "
-            "dashboard 5 of each of on and off, deadletters 15 requests per filter)",
+            "dashboard 5 of each of on and off, deadletters 15 requests per filter, "
+            "analytics 3 of the job and of the bare aggregation)",
         )
         parser.add_argument(
             "--rate",
@@ -47,6 +51,22 @@ class Command(BaseCommand):
             default=None,
             help="soak: minutes at half the maximum consume rate (30)",
         )
+        parser.add_argument(
+            "--events",
+            type=int,
+            default=None,
+            help="analytics: rows of the synthetic day, messages, events and samples "
+            "together (10,000,000)",
+        )
+        parser.add_argument(
+            "--uri",
+            default=None,
+            help="analytics: write the day under this data location and keep it (default: "
+            "a temporary folder, removed afterwards)",
+        )
+        parser.add_argument(
+            "--master", default=None, help="analytics: Spark master URL (local[*])"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         messages = options["messages"]
@@ -55,7 +75,9 @@ class Command(BaseCommand):
         repeats = options["repeats"]
         if repeats is not None and repeats < 1:
             raise CommandError("--repeats must be at least 1")
-        if options["name"] in ("storage", "soak"):
+        if options["name"] == "analytics":
+            result = _analytics(options)
+        elif options["name"] in ("storage", "soak"):
             result = _storage_or_soak(options)
         elif options["name"] == "deadletters":
             from bench import deadletters
@@ -97,3 +119,23 @@ def _storage_or_soak(options: dict[str, Any]) -> dict[str, Any]:
     if interval is not None and interval < 0:
         raise CommandError("--commit-event-interval must be at least 0")
     return storage.run(options["messages"] or 6000, rate, interval)
+
+
+def _analytics(options: dict[str, Any]) -> dict[str, Any]:
+    from bench import analytics
+    from dashboard.reports.runner import job_options, session_options
+
+    events = options["events"] if options["events"] is not None else analytics.DEFAULT_EVENTS
+    if events < analytics.MIN_ROWS:
+        raise CommandError(f"--events must be at least {analytics.MIN_ROWS}")
+    try:
+        return analytics.run(
+            events,
+            options["uri"],
+            options["repeats"] or 3,
+            options["master"] or "local[*]",
+            session_options(),
+            job_options(),
+        )
+    except analytics.LocationInUse as exc:
+        raise CommandError(str(exc)) from exc

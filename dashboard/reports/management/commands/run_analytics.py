@@ -44,7 +44,13 @@ class Command(BaseCommand):
                 "Appended to the data set: "
                 + ", ".join(f"{n} {name}" for name, n in written.items())
             )
-        run = run_analytics(day=options["date"], master=options["master"])
+        day = options["date"]
+        if isinstance(day, str):  # call_command(date="…") skips the parser's type
+            try:
+                day = _day(day)
+            except ArgumentTypeError as exc:
+                raise CommandError(str(exc)) from None
+        run = run_analytics(day=day, master=options["master"])
         for line in report_lines(run):
             self.stdout.write(line)
         if run.status == AnalyticsRun.Status.FAILED:
