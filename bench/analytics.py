@@ -194,7 +194,10 @@ def _reset_peak_rss() -> bool:
 
 def _jvm_peak_rss_mb(spark: SparkSession) -> int | None:
     """The Spark driver JVM's peak RSS (``VmHWM``); None where /proc cannot tell."""
-    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    jvm = spark.sparkContext._jvm
+    if jvm is None:
+        return None
+    pid = jvm.java.lang.ProcessHandle.current().pid()
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:

@@ -11,6 +11,7 @@ planted without generating a row.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -58,6 +59,8 @@ def generate(uri: str, rows: int, day: date, seed: int = SEED) -> Generated:
         for i, part in enumerate(_time_chunks(table, edges)):
             files += len(write_batch(uri, data_set, part, _batch(i)))
             written[data_set] += part.num_rows
+    if sum(written.values()) != rows:  # a row outside the day would have been left out
+        raise RuntimeError(f"wrote {written} rows instead of {rows}")
     return Generated(plan, written, chunks, files)
 
 
@@ -69,7 +72,7 @@ def _time_chunks(table: pa.Table, edges: list[int]) -> list[pa.Table]:
     """``table`` (in time order) cut at ``edges``."""
     ms = table.column("ts_ms").to_numpy()
     cuts = np.searchsorted(ms, edges)
-    return [table.slice(a, b - a) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    return [table.slice(a, b - a) for a, b in itertools.pairwise(cuts)]
 
 
 def planted(plan: Plan) -> dict[str, Any]:
@@ -91,6 +94,5 @@ def planted(plan: Plan) -> dict[str, Any]:
     return {
         "skewed_queue": {"topic": SKEWED[0], "queue": SKEWED[1]},
         "hot_keys": [KEY_NAMES[k].as_py() for k in plan.keys.hot_keys],
-        "sample_interval_s": plan.sizes.interval_ms / 1000,
         "episodes": episodes,
     }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -67,7 +68,7 @@ class EventRows:
         details: list[str] | pa.Array,
         *,
         queue_level: bool = True,
-        owner: tuple[list[str], list[int | None]] | None = None,
+        owner: tuple[Sequence[str], Sequence[int | None]] | None = None,
         **columns: Any,
     ) -> None:
         """Rows of ``type_`` at ``ms`` for queue groups ``qg``, by the owner at the time
@@ -125,17 +126,13 @@ def event_rows(plan: Plan, rng: np.random.Generator) -> pa.Table:
     _handoffs(rows, rng)
     for e in plan.episodes:
         _episode(rows, rng, e)
-    budget = plan.sizes.events - rows.count
-    margin = round(plan.sizes.events * MARGIN_OVERRUN_SHARE)
-    letters = round(plan.sizes.events * DEAD_LETTER_SHARE)
-    _margin_overruns(rows, rng, margin)
-    _dead_letters(rows, rng, letters)
+    _margin_overruns(rows, rng, round(plan.sizes.events * MARGIN_OVERRUN_SHARE))
+    _dead_letters(rows, rng, round(plan.sizes.events * DEAD_LETTER_SHARE))
     left = plan.sizes.events - rows.count
     if left < 0:
         raise ValueError(f"{plan.sizes.events} events are too few for one day's fixed events")
     _commits(rows, rng, min(left, round(plan.sizes.events * COMMIT_SHARE)))
-    _retries(rows, rng, plan.sizes.events - rows.count)
-    assert rows.count == plan.sizes.events, (rows.count, budget)
+    _retries(rows, rng, plan.sizes.events - rows.count)  # the rest, so the total is exact
     return rows.table()
 
 
@@ -152,7 +149,9 @@ def _deploys(rows: EventRows, rng: np.random.Generator) -> None:
         details = [
             json.dumps(
                 {
-                    "old": [q for q in range(topic.queues) if (q + generation - 1) % CONSUMERS == c],
+                    "old": [
+                        q for q in range(topic.queues) if (q + generation - 1) % CONSUMERS == c
+                    ],
                     "new": [q for q in range(topic.queues) if (q + generation) % CONSUMERS == c],
                     "members": CONSUMERS,
                     "refused": [],
@@ -162,7 +161,7 @@ def _deploys(rows: EventRows, rng: np.random.Generator) -> None:
         ]
         consumers = [consumer_name(group, generation, c) for c in range(CONSUMERS)]
         qg = np.full(CONSUMERS, _group_qg(plan, group))
-        rows.add("rebalance", ms, qg, details, queue_level=False, owner=(consumers, [None] * 4))
+        rows.add("rebalance", ms, qg, details, queue_level=False, owner=(consumers, [None] * CONSUMERS))
 
 
 def _handoffs(rows: EventRows, rng: np.random.Generator) -> None:
@@ -176,7 +175,7 @@ def _handoffs(rows: EventRows, rng: np.random.Generator) -> None:
         if h.reason == "deploy":
             rows.add("lock_released", ended, qg, ["{}"], owner=before)
         else:
-            lost = {"error": "lock expired before renewal"} if h.reason == "lock_lost" else {}
+            lost: dict[str, Any] = {"error": "lock expired before renewal"}
             if h.reason == "lock_renew_failed":
                 lost = {"new_token": h.token}
             rows.add(h.reason, ended, qg, [json.dumps(lost)], owner=before)
@@ -211,8 +210,17 @@ def _episode(rows: EventRows, rng: np.random.Generator, e: Episode) -> None:
         )
         for r in times
     ]
-    common = {"key": [e.key] * len(qg), "offset": [e.offset] * len(qg), "error": [e.error] * len(qg)}
-    rows.add("consume_failed", e.retry_ms, qg, details, n=[batch] * len(qg), reconsume_times=times, **common)
+    rows.add(
+        "consume_failed",
+        e.retry_ms,
+        qg,
+        details,
+        key=[e.key] * len(qg),
+        offset=[e.offset] * len(qg),
+        error=[e.error] * len(qg),
+        n=[batch] * len(qg),
+        reconsume_times=times,
+    )
     if e.dead_letter_ms is None:
         return
     one = np.array([e.qg])
@@ -224,7 +232,7 @@ def _episode(rows: EventRows, rng: np.random.Generator, e: Episode) -> None:
         "dlq_id": dlq_id,
         "committed": e.offset + 1,
     }
-    single = {"key": [e.key], "offset": [e.offset], "dlq_id": [dlq_id]}
+    about: dict[str, Any] = {"key": [e.key], "offset": [e.offset], "dlq_id": [dlq_id]}
     rows.add(
         "dead_lettered",
         np.array([e.dead_letter_ms]),
@@ -232,11 +240,13 @@ def _episode(rows: EventRows, rng: np.random.Generator, e: Episode) -> None:
         [json.dumps(letter)],
         reconsume_times=[len(times)],
         error=[e.error],
-        **single,
+        **about,
     )
     if e.held_from is not None:
         park = {"key": KEY_NAMES[e.key].as_py(), "offset": e.offset, "dlq_id": dlq_id}
-        rows.add("key_parked", np.array([e.dead_letter_ms + 1]), one, [json.dumps(park)], n=[1], **single)
+        rows.add(
+            "key_parked", np.array([e.dead_letter_ms + 1]), one, [json.dumps(park)], n=[1], **about
+        )
     if e.settled_ms is not None:
         kind = "dead_letter_replayed" if e.outcome == "replayed" else "dead_letter_discarded"
         _settle(rows, kind, np.array([e.settled_ms]), one, [e.key], [e.offset], [dlq_id])
@@ -286,7 +296,13 @@ def _margin_overruns(rows: EventRows, rng: np.random.Generator, count: int) -> N
     span = rng.choice(BATCH_SIZES, count, p=BATCH_P)
     seconds = np.round(rng.uniform(26.0, 90.0, count), 3)
     details = [
-        json.dumps({"offsets": [int(o), int(o + s - 1)], "handler_seconds": float(h), "client_lock_expiry": 25.0})
+        json.dumps(
+            {
+                "offsets": [int(o), int(o + s - 1)],
+                "handler_seconds": float(h),
+                "client_lock_expiry": 25.0,
+            }
+        )
         for o, s, h in zip(head, span, seconds, strict=True)
     ]
     rows.add("lock_margin_overrun", ms, qg, details, key=key, offset=head, n=span)
@@ -392,7 +408,9 @@ def _retries(rows: EventRows, rng: np.random.Generator, count: int) -> None:
                 "error": ERROR_TEXTS[x],
             }
         )
-        for o, b, r, x in zip(head.tolist(), batch.tolist(), times.tolist(), error.tolist(), strict=True)
+        for o, b, r, x in zip(
+            head.tolist(), batch.tolist(), times.tolist(), error.tolist(), strict=True
+        )
     ]
     rows.add(
         "consume_failed",

@@ -305,9 +305,9 @@ def _waves(
             half = rng.integers(3, max(4, count // 16))
             peak = rate_s[qg] * rng.uniform(*WAVE_PEAK_S)
             waves[qg] += peak * np.clip(1.0 - np.abs(at - middle) / half, 0.0, None)
-    middle, half, peak_s = SKEWED_WAVE
+    afternoon, width, peak_s = SKEWED_WAVE
     skewed = np.flatnonzero(topo.qg_cell == topo.cell_of(*SKEWED))
-    shape = np.clip(1.0 - np.abs(at * interval_ms - middle) / half, 0.0, None)
+    shape = np.clip(1.0 - np.abs(at * interval_ms - afternoon) / width, 0.0, None)
     waves[skewed] += np.outer(rate_s[skewed] * peak_s, shape)
     return np.round(waves).astype(np.int64)
 
@@ -391,7 +391,8 @@ class _Planting:
         offset = min(int(self.committed[qg, first]), int(self.max_offset[qg, first]) - 1)
         interval = self.size.interval_ms
         since = int(self.sample_ms[first] - self.rng.integers(SECOND, interval - SECOND + 1))
-        retry_end = int(self.sample_ms[end_blocked] + self.rng.integers(SECOND, interval))
+        next_sample = self.sample_ms[end_blocked] + self.rng.integers(SECOND, interval)
+        retry_end = int(min(next_sample, self.sample_ms[0] + DAY_MS - SECOND))
         retry_ms = _retry_times(since, retry_end)
         self.committed[qg, first : end_blocked + 1] = offset
         shown = self.sample_ms[first : end_blocked + 1]
@@ -481,7 +482,9 @@ class _Ownership:
 
     def _deploys_of(self, qg: int) -> list[int]:
         group = self._group(qg)
-        return [at + int(self.rng.integers(500, 8 * SECOND)) for g, at, _ in self.deploys if g == group]
+        return [
+            at + int(self.rng.integers(500, 8 * SECOND)) for g, at, _ in self.deploys if g == group
+        ]
 
     def _hand_over(self, qg: int, ended: int, reason: str) -> None:
         _, previous, token = self.changes[qg][-1]

@@ -101,20 +101,22 @@ def _blocked_keys(plan: Plan, qg: Ints, s: Ints) -> tuple[pa.Array, Ints, Ints]:
         if e.level != "key":
             continue
         for at in range(e.first, e.last + 1):
-            held = e.held_from is not None and at >= e.held_from
+            is_held = e.held_from is not None and at >= e.held_from
             rows.append(at * qgs + e.qg)
             fields["key"].append(KEY_NAMES[e.key].as_py())
             fields["offset"].append(e.offset)
             fields["retries"].append(int(plan.retries[e.qg, at]))
-            waiting = int(plan.parked[e.qg, at]) if held else (at - e.first) // 2
+            waiting = int(plan.parked[e.qg, at]) if is_held else (at - e.first) // 2
             fields["waiting"].append(waiting)
             fields["since_ms"].append(e.since_ms)
             fields["error"].append(ERROR_TEXTS[e.error])
-            fields["held"].append(held)
+            fields["held"].append(is_held)
     order = np.argsort(rows, kind="stable")
     listed = np.array(rows, dtype=np.int64)[order]
     per_row = np.bincount(listed, minlength=len(qg))
-    held = np.bincount(listed, weights=np.array(fields["held"], dtype=float)[order], minlength=len(qg))
+    held = np.bincount(
+        listed, weights=np.array(fields["held"], dtype=float)[order], minlength=len(qg)
+    )
     struct_type = arrow_schema(SAMPLES).field("blocked_keys").type.value_type
     entries = pa.StructArray.from_arrays(
         [pa.array([fields[f.name][i] for i in order], f.type) for f in struct_type],

@@ -101,7 +101,10 @@ class Topology:
 
 
 def topology() -> Topology:
-    cell_topic, cell_queue, qg_cell, qg_group = [], [], [], []
+    cell_topic: list[int] = []
+    cell_queue: list[int] = []
+    qg_cell: list[int] = []
+    qg_group: list[int] = []
     for t, spec in enumerate(TOPICS):
         for q in range(spec.queues):
             cell = len(cell_topic)

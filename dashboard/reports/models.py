@@ -256,8 +256,11 @@ class KeySkew(_Row):
 
 class DataCursor(models.Model):
     """How far the analytics writer has appended one source to the data set
-    (docs/analytics.md §2): ``events`` (the last ``Event`` id written) or
-    ``messages:<topic>:<queue>`` (the next offset to write)."""
+    (docs/analytics.md §2): ``events`` (the last ``Event`` id written),
+    ``messages:<topic>:<queue>`` (the next offset to write), ``messages`` (the number of
+    the next messages batch) and, while a messages batch is being written,
+    ``messages-plan:<topic>:<queue>`` (the offset that batch ends at, so a retry writes
+    exactly the same rows)."""
 
     name = models.CharField(max_length=300, unique=True)
     position = models.BigIntegerField(default=0)

@@ -5,12 +5,14 @@ the Spark job over the data set, store the results, replace the day's earlier on
 from __future__ import annotations
 
 import logging
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+import redis
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 
 from analytics.job import JobOptions, JobResult, run_job
 from analytics.session import SessionOptions, spark_session
@@ -24,6 +26,9 @@ APP_NAME = "lockstep-analytics"
 ERROR_LINES = 6
 ERROR_CHARS = 2000
 ACTIVE = (AnalyticsRun.Status.QUEUED, AnalyticsRun.Status.RUNNING)
+# A queued run no worker took for this long is taken for lost (no worker running, or its
+# task was dropped); a new request of that day then fails it instead of waiting for it.
+QUEUED_RUN_EXPIRY = timedelta(minutes=30)
 
 
 class RunAlreadyActive(Exception):
@@ -35,7 +40,7 @@ class RunAlreadyActive(Exception):
 
 
 def yesterday(now: datetime | None = None) -> date:
-    return (now or timezone.now()).astimezone(timezone.UTC).date() - timedelta(days=1)
+    return (now or timezone.now()).astimezone(UTC).date() - timedelta(days=1)
 
 
 def run_analytics(
@@ -61,10 +66,11 @@ def run_analytics(
 
 def request_run(day: date, requested_by: str) -> AnalyticsRun:
     """Queue a run of ``day`` for a Celery worker (the reports page); raises
-    ``RunAlreadyActive`` when one of that day is queued or running already."""
-    from dashboard.reports.tasks import run_requested_analytics
-
+    ``RunAlreadyActive`` when one of that day is queued or running already. A queued run
+    that no worker took within ``QUEUED_RUN_EXPIRY`` is failed first, and so is the new
+    run when its task cannot be handed to the broker: neither blocks the day for ever."""
     with transaction.atomic():
+        _expire_abandoned(day)
         active = AnalyticsRun.objects.select_for_update().filter(day=day, status__in=ACTIVE)
         if (found := active.first()) is not None:
             raise RunAlreadyActive(found)
@@ -75,8 +81,32 @@ def request_run(day: date, requested_by: str) -> AnalyticsRun:
             spark_master=settings.SPARK_MASTER,
             data_uri=settings.LOCKSTEP_ANALYTICS_URI,
         )
-    transaction.on_commit(lambda: run_requested_analytics.delay(run.pk))
+    transaction.on_commit(lambda: _hand_to_worker(run))
     return run
+
+
+def _expire_abandoned(day: date) -> None:
+    cutoff = timezone.now() - QUEUED_RUN_EXPIRY
+    AnalyticsRun.objects.filter(
+        day=day, status=AnalyticsRun.Status.QUEUED, started_at__lt=cutoff
+    ).update(
+        status=AnalyticsRun.Status.FAILED,
+        finished_at=timezone.now(),
+        error="no Celery worker took this run: is a worker running?",
+    )
+
+
+def _hand_to_worker(run: AnalyticsRun) -> None:
+    from dashboard.reports.tasks import run_requested_analytics
+
+    try:
+        run_requested_analytics.delay(run.pk)
+    except (OperationalError, redis.RedisError, OSError) as exc:
+        log.warning("analytics run %s could not be queued: %s", run.pk, exc)
+        run.finish(
+            AnalyticsRun.Status.FAILED,
+            error=f"the task could not be handed to Celery's broker: {describe_error(exc)}",
+        )
 
 
 def run_queued(run_id: int) -> AnalyticsRun:

@@ -89,7 +89,7 @@ QUEUES_PER_PIPELINE = 128
 BUDGET_SHARE = 0.75
 # Only one call writes at a time. The lock is renewed before each batch, so it only has
 # to outlast one batch; a killed writer blocks the next ones for at most this long.
-LOCK_KEY = "ls:analytics:writer"
+LOCK_KEY = "lockstep-web:analytics-writer"
 LOCK_TIMEOUT_S = 120
 ERROR_TYPE_CHARS = 200
 

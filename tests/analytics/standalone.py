@@ -75,13 +75,13 @@ def standalone_cluster(workdir: Path) -> Iterator[Cluster]:
             "org.apache.spark.deploy.master.Master",
             ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web_port)],
         )
+        resources = ["--cores", "1", "--memory", "1g", "--work-dir", str(workdir / "work")]
         worker = _daemon(
             stack,
             workdir / "worker.log",
             env,
             "org.apache.spark.deploy.worker.Worker",
-            [url, "--host", "127.0.0.1", "--cores", "1", "--memory", "1g"]
-            + ["--webui-port", str(worker_web_port), "--work-dir", str(workdir / "work")],
+            [url, "--host", "127.0.0.1", "--webui-port", str(worker_web_port), *resources],
         )
         _wait_for_worker(cluster, [master, worker], workdir)
         yield cluster

@@ -28,12 +28,12 @@ ROOT = Path(__file__).resolve().parents[2]
 DAY = date(2026, 11, 23)
 ROWS = 20_000
 RUN_TIMEOUT_S = 240
+CLI = (sys.executable, "-m", "analytics", "--shuffle-partitions", "2")
 
 
 def start_job(uri: str, master: str, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "analytics", "--uri", uri, "--date", DAY.isoformat()]
-        + ["--master", master, "--shuffle-partitions", "2"],
+        [*CLI, "--uri", uri, "--date", DAY.isoformat(), "--master", master],
         cwd=ROOT,
         env={**env, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.PIPE,

@@ -24,3 +24,4 @@ def roles(transactional_db: None) -> None:
 
     import_module("dashboard.deadletters.migrations.0002_roles").create_roles(apps, None)
     import_module("dashboard.alerts.migrations.0002_roles").grant(apps, None)
+    import_module("dashboard.reports.migrations.0003_run_analytics_permission").grant(apps, None)

@@ -299,7 +299,7 @@ def test_it_finds_every_page_and_endpoint_it_fuzzes() -> None:
         "api/v1/groups/<str:group>/dead-letters/actions",
         "groups/<str:group>/dead-letters/<str:record_id>",
         "alerts/channels/<str:channel_id>/test",
-        "api/v1/analytics/lag",
+        "api/v1/analytics/report",
         "metrics",
     ):
         assert expected in templates

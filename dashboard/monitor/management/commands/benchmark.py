@@ -64,9 +64,7 @@ class Command(BaseCommand):
             help="analytics: write the day under this data location and keep it (default: "
             "a temporary folder, removed afterwards)",
         )
-        parser.add_argument(
-            "--master", default=None, help="analytics: Spark master URL (local[*])"
-        )
+        parser.add_argument("--master", default=None, help="analytics: Spark master URL (local[*])")
 
     def handle(self, *args: Any, **options: Any) -> None:
         messages = options["messages"]
