@@ -161,7 +161,9 @@ def _deploys(rows: EventRows, rng: np.random.Generator) -> None:
         ]
         consumers = [consumer_name(group, generation, c) for c in range(CONSUMERS)]
         qg = np.full(CONSUMERS, _group_qg(plan, group))
-        rows.add("rebalance", ms, qg, details, queue_level=False, owner=(consumers, [None] * CONSUMERS))
+        rows.add(
+            "rebalance", ms, qg, details, queue_level=False, owner=(consumers, [None] * CONSUMERS)
+        )
 
 
 def _handoffs(rows: EventRows, rng: np.random.Generator) -> None:
