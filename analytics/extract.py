@@ -19,26 +19,36 @@ from pyspark.sql import functions as F
 from analytics.layout import EVENTS, MESSAGES, SAMPLES, TIME_COLUMN, join_uri, spark_schema
 from analytics.storage import day_uri
 
-
-@dataclass(frozen=True)
-class Counts:
-    messages: int
-    events: int
-    samples: int
+# What the transforms read of events and samples: only these are cached (an event's
+# details text is most of its size and is read only for the few failures at a stuck offset).
+EVENT_COLUMNS = ("type", "ts_ms", "topic", "group", "queue", "key", "offset", "n", "error_type")
+SAMPLE_COLUMNS = (
+    "ts_ms",
+    "topic",
+    "group",
+    "queue",
+    "hour",
+    "lag",
+    "time_lag_s",
+    "committed_offset",
+    "head_key",
+    "retries",
+    "blocked_count",
+    "blocked_keys",
+)
 
 
 @dataclass(frozen=True)
 class DayData:
-    """The day's frames. ``samples`` and ``events`` are cached (every transform reads
-    them; they are a small part of a day); ``messages`` is read where needed, with only
-    the columns each aggregation asks for."""
+    """The day's frames. ``events`` (``EVENT_COLUMNS``) and ``samples``
+    (``SAMPLE_COLUMNS``) are cached: every transform reads them and they are a small part
+    of a day. ``messages`` and ``event_details`` (every event column, for the failures'
+    error texts) are read where needed, with only the columns each query asks for."""
 
     messages: DataFrame
     events: DataFrame
     samples: DataFrame
-
-    def counts(self) -> Counts:
-        return Counts(self.messages.count(), self.events.count(), self.samples.count())
+    event_details: DataFrame | None = None
 
     def unpersist(self) -> None:
         self.events.unpersist()
@@ -73,8 +83,10 @@ def read_data_set(spark: SparkSession, uri: str, data_set: str, day: date) -> Da
 
 
 def read_day(spark: SparkSession, uri: str, day: date) -> DayData:
+    events = read_data_set(spark, uri, EVENTS, day)
     return DayData(
         messages=read_data_set(spark, uri, MESSAGES, day),
-        events=read_data_set(spark, uri, EVENTS, day).cache(),
-        samples=read_data_set(spark, uri, SAMPLES, day).cache(),
+        events=events.select(*EVENT_COLUMNS).cache(),
+        samples=read_data_set(spark, uri, SAMPLES, day).select(*SAMPLE_COLUMNS).cache(),
+        event_details=events,
     )

@@ -6,7 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from analytics import load, transform
 from analytics.extract import DayData, read_day
@@ -76,40 +77,47 @@ def run_job(
 
 
 def _analyse(data: DayData, day: date, opts: JobOptions, progress: Progress) -> JobResult:
-    counts = data.counts()
-    progress("lag", 20)
+    progress("lag", 15)
     samples = transform.with_seconds_above(
         data.samples, opts.lag_threshold_s, opts.max_sample_gap_s
     ).cache()
     produced = transform.produced_per_hour(data.messages).cache()
     hourly_queue = transform.hourly_queue(samples, produced).cache()
     hourly_group = transform.hourly_group(samples, hourly_queue)
-    progress("stuck", 45)
-    episodes = transform.stuck_episodes(samples, data.events, opts.stuck_seconds).cache()
-    progress("retries", 60)
-    hotspots = transform.retry_hotspots(data.events, opts.top_n)
-    progress("skew", 70)
-    skew = transform.key_skew(data.messages)
-    progress("churn", 80)
+    episodes = transform.stuck_episodes(
+        samples, data.events, opts.stuck_seconds, data.event_details
+    ).cache()
     queue_day = transform.queue_day(
         samples, hourly_queue, transform.queue_events(data.events), episodes
     ).cache()
     group_day = transform.group_day(samples, queue_day, transform.rebalances(data.events))
-    progress("collect", 85)
+    order = transform.ORDER
     try:
+        result = {"hourly_queue": load.rows(hourly_queue, order["hourly_queue"])}
+        result["hourly_group"] = load.rows(hourly_group, order["hourly_group"])
+        progress("stuck", 40)
+        result["stuck_episodes"] = load.episode_rows(episodes, order["stuck_episodes"])
+        progress("retries", 50)
+        hotspots = transform.retry_hotspots(data.events, opts.top_n)
+        result["retry_hotspots"] = load.rows(hotspots, order["retry_hotspots"])
+        progress("skew", 60)
+        result["key_skew"] = load.rows(transform.key_skew(data.messages), order["key_skew"])
+        progress("churn", 75)
+        result["queue_day"] = load.rows(queue_day, order["queue_day"])
+        result["group_day"] = load.rows(group_day, order["group_day"])
+        progress("count", 90)
         return JobResult(
             day=day,
-            messages_read=counts.messages,
-            events_read=counts.events,
-            samples_read=counts.samples,
-            hourly_queue=load.rows(hourly_queue),
-            hourly_group=load.rows(hourly_group),
-            queue_day=load.rows(queue_day),
-            group_day=load.rows(group_day),
-            stuck_episodes=load.episode_rows(episodes),
-            retry_hotspots=load.rows(hotspots),
-            key_skew=load.rows(skew),
+            messages_read=_total(produced, "produced"),
+            events_read=data.events.count(),
+            samples_read=samples.count(),
+            **result,
         )
     finally:
         for frame in (samples, produced, hourly_queue, episodes, queue_day):
             frame.unpersist()
+
+
+def _total(frame: DataFrame, column: str) -> int:
+    row = frame.agg(F.sum(column)).first()
+    return int(row[0] or 0) if row is not None else 0

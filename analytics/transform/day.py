@@ -24,7 +24,7 @@ def queue_day(
 ) -> DataFrame:
     """One row per (topic, group, queue) seen in the samples or the events: the day's lag
     figures, ``produced`` and ``consumed`` (sums of the hours), ``QUEUE_EVENT_COLUMNS``,
-    ``stuck_episodes`` and ``dead_letter_rate``. Sorted by topic, group, queue."""
+    ``stuck_episodes`` and ``dead_letter_rate``."""
     throughput = hourly_queues.groupBy(*QUEUE).agg(
         F.sum("produced").alias("produced"), F.sum("consumed").alias("consumed")
     )
@@ -35,17 +35,15 @@ def queue_day(
         .join(episode_counts(episodes), list(QUEUE), "left")
     )
     rows = zero_if_null(rows, "samples", "seconds_above_threshold", *_COUNTS)
-    return (
-        rows.withColumn("dead_letter_rate", _dead_letter_rate())
-        .select(*QUEUE, *LAG_COLUMNS, *_COUNTS, "dead_letter_rate")
-        .orderBy(*QUEUE)
+    return rows.withColumn("dead_letter_rate", _dead_letter_rate()).select(
+        *QUEUE, *LAG_COLUMNS, *_COUNTS, "dead_letter_rate"
     )
 
 
 def group_day(samples: DataFrame, queue_days: DataFrame, rebalances: DataFrame) -> DataFrame:
     """One row per (topic, group): lag percentiles over all the group's samples of the
     day, ``seconds_above_threshold`` of its worst queue, the queues' counts summed,
-    ``rebalances`` and ``dead_letter_rate``. Sorted by topic, group."""
+    ``rebalances`` and ``dead_letter_rate``."""
     figures = lag_figures(samples, GROUP).drop("seconds_above_threshold")
     sums = queue_days.groupBy(*GROUP).agg(
         F.max("seconds_above_threshold").alias("seconds_above_threshold"),
@@ -53,8 +51,6 @@ def group_day(samples: DataFrame, queue_days: DataFrame, rebalances: DataFrame) 
     )
     rows = figures.join(sums, list(GROUP), "full_outer").join(rebalances, list(GROUP), "full_outer")
     rows = zero_if_null(rows, "samples", "seconds_above_threshold", *_COUNTS, "rebalances")
-    return (
-        rows.withColumn("dead_letter_rate", _dead_letter_rate())
-        .select(*GROUP, *LAG_COLUMNS, *_COUNTS, "rebalances", "dead_letter_rate")
-        .orderBy(*GROUP)
+    return rows.withColumn("dead_letter_rate", _dead_letter_rate()).select(
+        *GROUP, *LAG_COLUMNS, *_COUNTS, "rebalances", "dead_letter_rate"
     )

@@ -85,8 +85,7 @@ def _groups_of_topics(samples: DataFrame) -> DataFrame:
 
 def hourly_queue(samples: DataFrame, produced: DataFrame) -> DataFrame:
     """One row per (topic, group, queue, hour) with samples or produced messages (for the
-    groups the samples know of): the lag figures, ``produced`` and ``consumed``. Sorted
-    by topic, group, queue, hour.
+    groups the samples know of): the lag figures, ``produced`` and ``consumed``.
 
     ``samples`` must carry ``above_s`` (``with_seconds_above``); ``produced`` is
     ``produced_per_hour``."""
@@ -97,14 +96,13 @@ def hourly_queue(samples: DataFrame, produced: DataFrame) -> DataFrame:
         .join(consumed_per_hour(samples), [*QUEUE, "hour"], "left")
         .select(*QUEUE, "hour", *LAG_COLUMNS, "produced", "consumed")
     )
-    rows = zero_if_null(rows, "samples", "seconds_above_threshold", "produced", "consumed")
-    return rows.orderBy(*QUEUE, "hour")
+    return zero_if_null(rows, "samples", "seconds_above_threshold", "produced", "consumed")
 
 
 def hourly_group(samples: DataFrame, hourly_queues: DataFrame) -> DataFrame:
     """One row per (topic, group, hour): lag percentiles over all the group's samples of
     that hour; ``seconds_above_threshold`` is the worst queue's; ``produced`` and
-    ``consumed`` are the queues' sums. Sorted by topic, group, hour."""
+    ``consumed`` are the queues' sums."""
     figures = spread_percentiles(
         samples.groupBy(*GROUP, "hour").agg(*_lag_aggregates()), "lag", "time_lag"
     )
@@ -116,5 +114,4 @@ def hourly_group(samples: DataFrame, hourly_queues: DataFrame) -> DataFrame:
     rows = figures.join(sums, [*GROUP, "hour"], "full_outer").select(
         *GROUP, "hour", *LAG_COLUMNS, "produced", "consumed"
     )
-    rows = zero_if_null(rows, "samples", "seconds_above_threshold", "produced", "consumed")
-    return rows.orderBy(*GROUP, "hour")
+    return zero_if_null(rows, "samples", "seconds_above_threshold", "produced", "consumed")

@@ -7,6 +7,8 @@ from pyspark.sql import functions as F
 
 from analytics.transform.common import CONSUME_FAILED, DEAD_LETTERED, GROUP, count_of, sum_n_of
 
+# Rank order within a (topic, group, kind); a leading "-" sorts descending.
+ORDER = ("topic", "group", "kind", "-retries", "-dead_letters", "name")
 # Hotspot kind -> the event column it ranks.
 _KINDS = {"key": "key", "error": "error_type"}
 
@@ -33,9 +35,6 @@ def _ranked(events: DataFrame, kind: str, column: str, top_n: int) -> DataFrame:
 def retry_hotspots(events: DataFrame, top_n: int) -> DataFrame:
     """``topic, group, kind (key | error), name, retries, dead_letters``: per (topic,
     group) and kind, the ``top_n`` names with the most retried offsets (``consume_failed``
-    ``n``), then the most dead letters, then by name. Sorted by topic, group, kind, rank."""
+    ``n``), then the most dead letters, then by name (``ORDER`` sorts them so)."""
     frames = [_ranked(events, kind, column, top_n) for kind, column in _KINDS.items()]
-    union = frames[0].unionByName(frames[1])
-    return union.orderBy(
-        *GROUP, "kind", F.col("retries").desc(), F.col("dead_letters").desc(), "name"
-    )
+    return frames[0].unionByName(frames[1])

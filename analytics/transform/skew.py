@@ -19,8 +19,7 @@ def key_skew(messages: DataFrame) -> DataFrame:
     ``top_key`` (most messages; ties to the smallest key) and ``top_key_share``,
     ``top10_share`` (the ten busiest keys' share), ``max_over_mean`` (the busiest key's
     messages over the mean per key), ``share_of_topic``, ``over_topic_mean`` (the queue's
-    messages over the mean of the topic's queues that had messages). Sorted by topic,
-    queue."""
+    messages over the mean of the topic's queues that had messages)."""
     counts = key_counts(messages)
     busiest = Window.partitionBy("topic", "queue").orderBy(F.col("messages").desc(), "key")
     per_queue = (
@@ -53,5 +52,4 @@ def key_skew(messages: DataFrame) -> DataFrame:
             "share_of_topic",
             "over_topic_mean",
         )
-        .orderBy("topic", "queue")
     )

@@ -132,13 +132,17 @@ def _latest_after_start(episodes: DataFrame, facts: DataFrame, value: str) -> Da
     )
 
 
-def _finish(episodes: DataFrame, times: DataFrame, events: DataFrame, min_s: float) -> DataFrame:
+def _finish(
+    episodes: DataFrame, times: DataFrame, events: DataFrame, details: DataFrame, min_s: float
+) -> DataFrame:
     ended = episodes.withColumn("episode_id", F.monotonically_increasing_id()).join(
         times.withColumnRenamed("ts_ms", "last_seen_ms"), [*QUEUE, "last_seen_ms"], "left"
     )
     is_open = F.col("next_ms").isNull()
     end_ms = F.when(~is_open, F.col("next_ms"))
-    duration = (F.coalesce(end_ms, F.col("last_seen_ms")) - F.col("start_ms")) / MS
+    # Known to be blocked from its start to its last sighting; it may have moved any time
+    # before the next sample, so that one only bounds the end.
+    duration = (F.col("last_seen_ms") - F.col("start_ms")) / MS
     timed = (
         ended.withColumn("open", is_open)
         .withColumn("end_ms", end_ms)
@@ -147,7 +151,7 @@ def _finish(episodes: DataFrame, times: DataFrame, events: DataFrame, min_s: flo
         .cache()
     )
     outcome = _latest_after_start(timed, _outcomes(events), "outcome")
-    failure = _latest_after_start(timed, _failures(events), "error")
+    failure = _latest_after_start(timed, _failures(details), "error")
     decided = F.coalesce(
         F.col("outcome"), F.when(F.col("open"), F.lit("open")).otherwise(F.lit("succeeded"))
     )
@@ -161,21 +165,26 @@ def _finish(episodes: DataFrame, times: DataFrame, events: DataFrame, min_s: flo
         .withColumn("error", error)
         .withColumn("key", F.coalesce(F.col("key"), F.lit("")))
         .select(*EPISODE_COLUMNS)
-        .orderBy(F.col("duration_s").desc(), *QUEUE, "start_ms")
     )
 
 
-def stuck_episodes(samples: DataFrame, events: DataFrame, min_seconds: float) -> DataFrame:
+def stuck_episodes(
+    samples: DataFrame,
+    events: DataFrame,
+    min_seconds: float,
+    event_details: DataFrame | None = None,
+) -> DataFrame:
     """Queue-level and key-level episodes lasting at least ``min_seconds``.
 
     Columns ``EPISODE_COLUMNS``: ``start_ms`` (a key's ``since_ms``, a queue's first stuck
     sample), ``end_ms`` (the first sample that no longer showed it; null while
     ``open``, i.e. it was in the queue's last sample of the day), ``last_seen_ms``,
-    ``duration_s`` (to ``end_ms``, or to ``last_seen_ms`` while open), ``retries`` (the
+    ``duration_s`` (from the start to ``last_seen_ms``: the time it is known to have been
+    blocked), ``retries`` (the
     most seen), ``max_behind`` (a queue's lag, a key's waiting messages), ``outcome``
     (``dead_lettered``, ``replayed``, ``discarded`` from the latest such event at its
     offset since its start; else ``succeeded``, or ``open``), ``error`` (the latest
-    known). Sorted longest first."""
+    known; from ``event_details``, the events with their ``details``, when given)."""
     columns = (
         *QUEUE,
         "level",
@@ -192,7 +201,8 @@ def stuck_episodes(samples: DataFrame, events: DataFrame, min_seconds: float) ->
         .select(*columns)
         .unionByName(_key_blocks(samples).select(*columns))
     )
-    return _finish(found, _sample_times(samples), events, min_seconds)
+    details = events if event_details is None else event_details
+    return _finish(found, _sample_times(samples), events, details, min_seconds)
 
 
 def episode_counts(episodes: DataFrame) -> DataFrame:

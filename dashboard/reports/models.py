@@ -102,6 +102,12 @@ class _Row(models.Model):
     class Meta:
         abstract = True
 
+    def __str__(self) -> str:
+        place = "/".join(
+            str(getattr(self, name)) for name in ("topic", "group", "queue") if hasattr(self, name)
+        )
+        return f"{type(self).__name__} {place} (run {self.run_id})"
+
     def as_dict(self) -> dict[str, Any]:
         data = model_to_dict(self, exclude=["id", "run"])
         return {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in data.items()}

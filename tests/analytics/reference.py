@@ -131,7 +131,7 @@ def queue_episodes(samples: list[Row], min_s: float) -> list[tuple]:
             ):
                 j += 1
             end = rows[j + 1]["ts_ms"] if j + 1 < len(rows) else None
-            duration = ((end if end is not None else rows[j]["ts_ms"]) - rows[i]["ts_ms"]) / 1000
+            duration = (rows[j]["ts_ms"] - rows[i]["ts_ms"]) / 1000  # known blocked
             if duration >= min_s:
                 out.append((queue, rows[i]["committed_offset"], rows[i]["ts_ms"], end, end is None))
             i = j + 1

@@ -11,7 +11,9 @@ def _hourly(spark: SparkSession, samples: list, threshold_s: float = 300.0, gap_
     with_gaps = transform.with_seconds_above(data.samples, threshold_s, gap_s)
     produced = transform.produced_per_hour(data.messages)
     queues = transform.hourly_queue(with_gaps, produced)
-    return load.rows(queues), load.rows(transform.hourly_group(with_gaps, queues))
+    groups = transform.hourly_group(with_gaps, queues)
+    order = transform.ORDER
+    return load.rows(queues, order["hourly_queue"]), load.rows(groups, order["hourly_group"])
 
 
 def test_it_gives_nearest_rank_percentiles_of_offset_and_time_lag_per_hour(spark: SparkSession):

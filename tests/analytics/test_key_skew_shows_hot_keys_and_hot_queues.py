@@ -16,7 +16,8 @@ def test_a_skewed_queue_stands_out_by_its_hot_key_and_its_share_of_the_topic(
     # Queue 3: 60 messages, "hot" carries 45 of them, 15 other keys one each.
     messages += [message(at(1, 1), "hot", queue=3) for _ in range(45)]
     messages += [message(at(1, 1), f"cold{k}", queue=3) for k in range(15)]
-    rows = load.rows(transform.key_skew(day_data(spark, messages=messages).messages))
+    skew = transform.key_skew(day_data(spark, messages=messages).messages)
+    rows = load.rows(skew, transform.ORDER["key_skew"])
 
     assert [r["queue"] for r in rows] == [0, 1, 2, 3]
     even, skewed = rows[0], rows[3]

@@ -132,6 +132,8 @@ def failure_logs(draw: Any) -> list[dict[str, Any]]:
 @given(events=failure_logs(), top_n=st.integers(1, 3))
 def test_retry_hotspots_agree(spark: SparkSession, events: list[dict[str, Any]], top_n: int):
     data = day_data(spark, events=events)
-    rows = load.rows(transform.retry_hotspots(data.events, top_n))
+    rows = load.rows(
+        transform.retry_hotspots(data.events, top_n), transform.ORDER["retry_hotspots"]
+    )
     found = [(r["group"], r["kind"], r["name"], r["retries"], r["dead_letters"]) for r in rows]
     assert found == reference.retry_hotspots(events, top_n)

@@ -19,7 +19,8 @@ def test_it_ranks_keys_and_error_types_by_retried_offsets_then_dead_letters(
         event("consume_failed", at(0, 7), key="a", n=9, group="billing", error="Other: w"),
         event("lock_acquired", at(0, 8), key="a"),  # not a retry
     ]
-    rows = load.rows(transform.retry_hotspots(day_data(spark, events=events).events, top_n=2))
+    hotspots = transform.retry_hotspots(day_data(spark, events=events).events, top_n=2)
+    rows = load.rows(hotspots, transform.ORDER["retry_hotspots"])
     as_tuples = [(r["group"], r["kind"], r["name"], r["retries"], r["dead_letters"]) for r in rows]
     assert as_tuples == [
         ("billing", "error", "Other", 9, 0),

@@ -26,10 +26,7 @@ def test_each_sample_above_the_threshold_counts_until_the_next_one_capped_at_the
     by_place = {(q["queue"], q["hour"]): q["seconds_above_threshold"] for q in queues}
     assert by_place == {(0, 0): 90.0, (0, 1): 0.0, (1, 0): 0.0}
 
-    groups = load.rows(
-        transform.hourly_group(
-            with_gaps, transform.hourly_queue(with_gaps, transform.produced_per_hour(data.messages))
-        )
-    )
+    hourly = transform.hourly_queue(with_gaps, transform.produced_per_hour(data.messages))
+    groups = load.rows(transform.hourly_group(with_gaps, hourly), transform.ORDER["hourly_group"])
     # A group's figure is its worst queue's, not a sum over queues.
     assert [(g["hour"], g["seconds_above_threshold"]) for g in groups] == [(0, 90.0), (1, 0.0)]

@@ -23,7 +23,8 @@ def test_produced_is_messages_by_produce_hour_and_consumed_is_committed_growth(
     ]
     data = day_data(spark, messages=messages, samples=samples)
     with_gaps = transform.with_seconds_above(data.samples, 300.0, 60.0)
-    rows = load.rows(transform.hourly_queue(with_gaps, transform.produced_per_hour(data.messages)))
+    hourly = transform.hourly_queue(with_gaps, transform.produced_per_hour(data.messages))
+    rows = load.rows(hourly, transform.ORDER["hourly_queue"])
     assert [(r["hour"], r["produced"], r["consumed"]) for r in rows] == [
         (0, 3, 50),
         (1, 0, 0),
