@@ -30,6 +30,10 @@ def dead_broker() -> Iterator[None]:
         yield
     finally:
         celery_app.close()
+        # close() keeps the producer pool when the app's connection pool was never made,
+        # and that pool would go on dialling the dead broker for every later test.
+        amqp: Any = celery_app.amqp  # the stubs do not declare the pool's attribute
+        amqp._producer_pool = None
         conf.update(broker_url=before)
 
 

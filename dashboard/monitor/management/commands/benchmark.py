@@ -3,7 +3,16 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-BENCHMARKS = ("runtime", "ordering", "dashboard", "deadletters", "storage", "soak", "analytics")
+BENCHMARKS = (
+    "runtime",
+    "ordering",
+    "dashboard",
+    "deadletters",
+    "storage",
+    "soak",
+    "analytics",
+    "rebalance",
+)
 
 
 class Command(BaseCommand):
@@ -30,7 +39,8 @@ class Command(BaseCommand):
             default=None,
             help="runs per case, medians reported (runtime 3, ordering 5, "
             "dashboard 5 of each of on and off, deadletters 15 requests per filter, "
-            "analytics 3 of the job and of the bare aggregation)",
+            "analytics 3 of the job and of the bare aggregation; rebalance: remove/add "
+            "cycles of the full configuration, 1)",
         )
         parser.add_argument(
             "--rate",
@@ -65,6 +75,18 @@ class Command(BaseCommand):
             "a temporary folder, removed afterwards)",
         )
         parser.add_argument("--master", default=None, help="analytics: Spark master URL (local[*])")
+        parser.add_argument(
+            "--consumers",
+            type=int,
+            default=None,
+            help="rebalance: consumers in the full configuration (200; at least 4)",
+        )
+        parser.add_argument(
+            "--queues",
+            type=int,
+            default=None,
+            help="rebalance: queues of the topic in the full configuration (1024; at least 4)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         messages = options["messages"]
@@ -75,6 +97,8 @@ class Command(BaseCommand):
             raise CommandError("--repeats must be at least 1")
         if options["name"] == "analytics":
             result = _analytics(options)
+        elif options["name"] == "rebalance":
+            result = _rebalance(options)
         elif options["name"] in ("storage", "soak"):
             result = _storage_or_soak(options)
         elif options["name"] == "deadletters":
@@ -117,6 +141,19 @@ def _storage_or_soak(options: dict[str, Any]) -> dict[str, Any]:
     if interval is not None and interval < 0:
         raise CommandError("--commit-event-interval must be at least 0")
     return storage.run(options["messages"] or 6000, rate, interval)
+
+
+def _rebalance(options: dict[str, Any]) -> dict[str, Any]:
+    from bench import rebalance
+
+    consumers = options["consumers"] if options["consumers"] is not None else 200
+    queues = options["queues"] if options["queues"] is not None else 1024
+    # A quarter of each must be at least one: the smaller configurations divide by four.
+    if consumers < 4:
+        raise CommandError("--consumers must be at least 4")
+    if queues < 4:
+        raise CommandError("--queues must be at least 4")
+    return rebalance.run(consumers, queues, options["repeats"] or 1)
 
 
 def _analytics(options: dict[str, Any]) -> dict[str, Any]:

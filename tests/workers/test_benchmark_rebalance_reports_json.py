@@ -1,0 +1,67 @@
+"""``manage.py benchmark rebalance --consumers 6 --queues 16 --json`` runs real consumers in
+the test process against the benchmark's own redis-server and prints one JSON object: the
+convergence of the start and of each change, the most queues ever owned twice (by memory
+and by the Redis locks), and the steady-state command rates of three configurations."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from bench import rebalance
+
+CHANGE_FIELDS = {
+    "change",
+    "consumers",
+    "converged",
+    "converge_s",
+    "converge_intervals",
+    "queues_moved",
+    "stayed_converged",
+}
+STEADY_FIELDS = {
+    "consumers",
+    "queues",
+    "window_s",
+    "cmds_per_s",
+    "cmds_per_s_with_script_inner",
+    "cmds_per_s_by_command",
+    "model_cmds_per_s",
+    "stayed_converged",
+}
+
+
+def test_it_reports_convergence_double_ownership_and_command_rates_as_json(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The rates of a group this small settle within a couple of seconds.
+    monkeypatch.setattr(rebalance, "STEADY_WINDOW_S", 2.0)
+    out = StringIO()
+
+    call_command(
+        "benchmark", "rebalance", "--consumers", "6", "--queues", "16", "--json", stdout=out
+    )
+
+    result = json.loads(out.getvalue())
+    changes = result["changes"]
+    assert [c["change"] for c in changes] == ["start", "remove", "add"]
+    assert [c["consumers"] for c in changes] == [6, 5, 6]
+    assert all(set(c) >= CHANGE_FIELDS for c in changes)
+    assert all(c["converged"] and c["stayed_converged"] for c in changes)
+    assert changes[0]["queues_moved"] == 16
+    assert all(c["act_s"] > 0 for c in changes)
+    assert result["all_converged"] is True
+    assert result["double_owned_max"] == 0
+    assert result["double_owned_max_by_source"] == {"memory": 0, "redis_locks": 0}
+    steady = result["steady_state"]
+    assert [(s["consumers"], s["queues"]) for s in steady] == [(6, 16), (6, 4), (1, 16)]
+    assert all(set(s) >= STEADY_FIELDS for s in steady)
+    assert all(s["cmds_per_s"] > 0 and s["stayed_converged"] for s in steady)
+    # Every idle queue is read and its lock renewed: the main run sends the most.
+    assert steady[0]["cmds_per_s_by_command"]["xread"] > steady[1]["cmds_per_s_by_command"]["xread"]
+    assert set(result["scaling"]["fit"]) == {"per_queue", "per_consumer", "per_consumer_queue"}
+    assert result["peak_rss_mb"] > 0
+    assert set(result["targets_met"]) == set(result["targets"])
