@@ -33,6 +33,9 @@ EPISODE_COLUMNS = (
     "error",
 )
 ERROR_CHARS = 500
+# What names one episode: its place, level, blocking key and offset, and when it started
+# (a natural key rather than a generated id, which could differ if a frame were recomputed).
+EPISODE_ID = (*QUEUE, "level", "key", "offset", "start_ms")
 
 # Event type -> the outcome it gives an episode at its offset.
 _OUTCOMES = {
@@ -121,13 +124,11 @@ def _failures(events: DataFrame) -> DataFrame:
 
 def _latest_after_start(episodes: DataFrame, facts: DataFrame, value: str) -> DataFrame:
     """``facts``'s latest ``value`` per episode among those at its offset at or after its
-    start (``episode_id`` → ``value``)."""
-    joined = episodes.select("episode_id", *QUEUE, "offset", "start_ms").join(
-        facts, [*QUEUE, "offset"]
-    )
+    start (``EPISODE_ID`` → ``value``)."""
+    joined = episodes.select(*EPISODE_ID).join(facts, [*QUEUE, "offset"])
     return (
         joined.filter(F.col("ts_ms") >= F.col("start_ms"))
-        .groupBy("episode_id")
+        .groupBy(*EPISODE_ID)
         .agg(F.max_by(value, "ts_ms").alias(value))
     )
 
@@ -135,7 +136,9 @@ def _latest_after_start(episodes: DataFrame, facts: DataFrame, value: str) -> Da
 def _finish(
     episodes: DataFrame, times: DataFrame, events: DataFrame, details: DataFrame, min_s: float
 ) -> DataFrame:
-    ended = episodes.withColumn("episode_id", F.monotonically_increasing_id()).join(
+    # A queue episode's key may be unknown: "" keeps it joinable by its identity.
+    keyed = episodes.withColumn("key", F.coalesce(F.col("key"), F.lit("")))
+    ended = keyed.join(
         times.withColumnRenamed("ts_ms", "last_seen_ms"), [*QUEUE, "last_seen_ms"], "left"
     )
     is_open = F.col("next_ms").isNull()
@@ -159,11 +162,10 @@ def _finish(
         F.coalesce(F.col("sample_error"), F.col("error"), F.lit("")), 1, ERROR_CHARS
     )
     return (
-        timed.join(outcome, "episode_id", "left")
-        .join(failure, "episode_id", "left")
+        timed.join(outcome, list(EPISODE_ID), "left")
+        .join(failure, list(EPISODE_ID), "left")
         .withColumn("outcome", decided)
         .withColumn("error", error)
-        .withColumn("key", F.coalesce(F.col("key"), F.lit("")))
         .select(*EPISODE_COLUMNS)
     )
 
