@@ -17,6 +17,7 @@ from pathlib import Path
 import redis
 
 from workers import keys
+from workers.connection import connect
 from workers.refs import QueueRef
 from workers.topics import create_topic
 
@@ -47,7 +48,7 @@ def private_redis() -> Iterator[str]:
         stdout=subprocess.DEVNULL,
     )
     url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
+    client = connect(url)
     for _ in range(100):
         try:
             client.ping()
@@ -70,24 +71,21 @@ def load_topic(
     key_count: int,
     body: bytes = b"x" * 100,
 ) -> None:
-    """Fill ``topic`` fast (pipelined produce script calls), keys spread by stable hash."""
+    """Fill ``topic`` fast (batched produce script calls), keys spread by stable hash."""
     from workers.hashing import queue_for_key
-    from workers.scripts import script
+    from workers.scripts import run_batch, script
 
     create_topic(client, topic, queues)
     produce = script(client, "produce")
-    pipe = client.pipeline(transaction=False)
+    calls: list[tuple[list[str], list[object]]] = []
     for i in range(messages):
         key = f"k{i % key_count}"
-        q = queue_for_key(key, queues)
-        produce(
-            keys=[keys.stream(QueueRef(topic, q)), keys.sequence(QueueRef(topic, q))],
-            args=[key, body, "{}", 0],
-            client=pipe,
-        )
-        if i % 2000 == 1999:
-            pipe.execute()
-    pipe.execute()
+        ref = QueueRef(topic, queue_for_key(key, queues))
+        calls.append(([keys.stream(ref), keys.sequence(ref)], [key, body, "{}", 0]))
+        if len(calls) == 2000:
+            run_batch(client, produce, calls)
+            calls = []
+    run_batch(client, produce, calls)
 
 
 def committed_total(client: redis.Redis, topic: str, group: str, queues: int) -> int:
@@ -109,7 +107,7 @@ def time_consumer(
 ) -> tuple[float, int]:
     """Run ``manage.py consume`` until ``group`` committed ``total`` messages. Returns
     (seconds from the first commit to the last, peak RSS in MB of the consumer)."""
-    client = redis.Redis.from_url(redis_url)
+    client = connect(redis_url)
     proc = subprocess.Popen(
         consume_command(topic, group, extra_args),
         cwd=ROOT,

@@ -8,7 +8,7 @@ and the wall-clock times of the first and the last completion. They publish it t
 ``LOCKSTEP_BENCH_TOTAL`` messages were handled.
 
 ``recorded_sleep10`` (the kill/restart case) records every completion in Redis, where it
-survives the process: ``bench:handled:<topic>:<group>`` counts handlings per
+survives the process: ``bench:{<topic>:<group>}:handled`` counts handlings per
 ``"queue:offset"`` and an order violation is a *first* handling of an offset below the
 highest offset already handled for its key (re-handling after a restart is allowed).
 ``LOCKSTEP_BENCH_SLOW_KEY``'s first message in the process sleeps
@@ -26,6 +26,7 @@ from typing import Any
 import redis
 from redis.commands.core import Script
 
+from workers.connection import connect
 from workers.message import ConsumeContext, ConsumeStatus, Message
 
 # A typical I/O-bound handler (a database write or an HTTP call): 10 ms.
@@ -43,11 +44,11 @@ def stats_key(topic: str, group: str) -> str:
 
 
 def handled_key(topic: str, group: str) -> str:
-    return f"bench:handled:{topic}:{group}"
+    return f"bench:{{{topic}:{group}}}:handled"
 
 
 def key_max_key(topic: str, group: str) -> str:
-    return f"bench:keymax:{topic}:{group}"
+    return f"bench:{{{topic}:{group}}}:keymax"
 
 
 _client_lock = threading.Lock()
@@ -58,7 +59,7 @@ def _redis() -> redis.Redis:
     global _client
     with _client_lock:
         if _client is None:
-            _client = redis.Redis.from_url(os.environ["REDIS_URL"])
+            _client = connect(os.environ["REDIS_URL"])
         return _client
 
 
@@ -160,9 +161,7 @@ def _record_script() -> Script:
     if not _record:
         with _client_lock:
             if not _record:
-                _record.append(
-                    redis.Redis.from_url(os.environ["REDIS_URL"]).register_script(_RECORD_LUA)
-                )
+                _record.append(connect(os.environ["REDIS_URL"]).register_script(_RECORD_LUA))
     return _record[0]
 
 

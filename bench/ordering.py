@@ -30,6 +30,7 @@ import redis
 from bench.common import ConsumerProcess, committed_total, load_topic, private_redis
 from bench.handlers import IO_LATENCY_S, handled_key, stats_key
 from workers import keys
+from workers.connection import connect
 from workers.hashing import stable_hash
 from workers.lanes import lane_hash
 from workers.message import decode_entry, parse_offset
@@ -116,7 +117,7 @@ def consume_case(
 ) -> dict[str, Any]:
     """Run one consumer until its handler saw ``total`` messages and the group committed
     them all; returns the rate from the handler's first completion to its last."""
-    client = redis.Redis.from_url(url)
+    client = connect(url)
     consumer = ConsumerProcess(
         url, topic, group, ["--handler", handler, *args], env={"LOCKSTEP_BENCH_TOTAL": str(total)}
     )
@@ -161,7 +162,7 @@ def kill_case(
     fresh consumer then finishes the topic. One queue, so the slow message holds back the
     whole topic (with 8 queues it would hold back an eighth of it, and the comparison with
     the last flush interval would say little)."""
-    client = redis.Redis.from_url(url)
+    client = connect(url)
     topic, group = "kill", "kill"
     load_topic(client, topic, KILL_QUEUES, messages, key_count=KEY_COUNT)
     args = [
@@ -240,7 +241,7 @@ def queue_kill_case(url: str, messages: int, timeout: float = 120.0) -> dict[str
     """SIGKILL a queue-ordering consumer (batch 1, the runtime's default commit interval)
     half-way through one queue, then let a fresh consumer finish it: the messages handled
     twice are those handled since the last commit that reached Redis."""
-    client = redis.Redis.from_url(url)
+    client = connect(url)
     topic, group = "qkill", "qkill"
     load_topic(client, topic, 1, messages, key_count=KEY_COUNT)
     args = ["--handler", RECORDED, "--ordering", "queue", "--batch-size", "1"]
@@ -357,7 +358,7 @@ def run(
     bare: list[float] = []
     bare_decoding: list[float] = []
     with private_redis() as url:
-        client = redis.Redis.from_url(url)
+        client = connect(url)
         load_topic(client, "noop", QUEUES, noop_messages, key_count=KEY_COUNT)
         load_topic(client, "io-queue", QUEUES, queue_io_messages, key_count=KEY_COUNT)
         load_topic(client, "io-key", QUEUES, key_io_messages, key_count=KEY_COUNT)

@@ -7,48 +7,69 @@ from typing import Any
 import pytest
 import redis
 
-from tests.support import redis_server
+from tests.support import LocalCluster, redis_cluster, redis_server
+from workers.connection import connect
 
 
 @pytest.fixture(scope="session")
-def redis_url() -> Iterator[str]:
-    """One real redis-server for the session, started by the suite on a free port."""
+def standalone_redis_url() -> Iterator[str]:
+    """One real redis-server for the session, started by the suite on a free port. It is
+    also the Celery broker and the channel layer in every test, which speak only to a
+    standalone Redis (README, "Running on Redis Cluster")."""
     with redis_server() as url:
         os.environ["REDIS_URL"] = url
         yield url
 
 
+@pytest.fixture(scope="session")
+def redis_url(standalone_redis_url: str) -> str:
+    """The Redis holding Lockstep's data: the standalone server here; the packages
+    ``tests/*/cluster`` override it with a local Redis Cluster's URL."""
+    return standalone_redis_url
+
+
+@pytest.fixture(scope="session")
+def local_redis_cluster() -> Iterator[LocalCluster]:
+    """A local Redis Cluster (3 masters, 3 replicas), started the first time a test asks
+    for it and stopped at the end of the session."""
+    with redis_cluster(masters=3, replicas=1) as cluster:
+        yield cluster
+
+
 @pytest.fixture
 def redis_client(redis_url: str) -> Iterator[redis.Redis]:
-    """A client on a flushed database: every test starts from an empty Redis."""
-    client = redis.Redis.from_url(redis_url)
+    """A client on a flushed database: every test starts from an empty Redis (on a
+    cluster, every master is flushed)."""
+    client = connect(redis_url)
     client.flushall()
     yield client
     client.close()
 
 
 @pytest.fixture(scope="session", autouse=True)
-def celery_broker_on_suite_redis(redis_url: str) -> Iterator[None]:
+def celery_broker_on_suite_redis(standalone_redis_url: str) -> Iterator[None]:
     """Celery's broker on the suite's redis-server for the whole session (no worker
     listens there unless a test starts one): a task queued by the web side never reaches
     a Redis the suite did not start."""
     from dashboard.celery import app
 
     app.close()
-    app.conf.update(broker_url=redis_url)
+    app.conf.update(broker_url=standalone_redis_url)
     yield
     app.close()
 
 
 @pytest.fixture(autouse=True)
-def dashboard_redis(redis_url: str, settings: Any) -> Iterator[str]:
+def dashboard_redis(redis_url: str, standalone_redis_url: str, settings: Any) -> Iterator[str]:
     """Point the web side (Redis client and channel layer) at the suite's redis-server,
-    for every test: no test may reach a Redis the suite did not start."""
+    for every test: no test may reach a Redis the suite did not start. The channel layer
+    stays on the standalone server also when Lockstep's data is on a cluster."""
     settings.REDIS_URL = redis_url
+    settings.CELERY_BROKER_URL = standalone_redis_url
     settings.CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [redis_url], "capacity": 1000, "expiry": 30},
+            "CONFIG": {"hosts": [standalone_redis_url], "capacity": 1000, "expiry": 30},
         }
     }
     yield redis_url

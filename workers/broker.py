@@ -15,7 +15,7 @@ from workers import keys
 from workers.message import FailedAttempt, Message
 from workers.redis_types import as_bytes, entries, xread_entries
 from workers.refs import QueueRef
-from workers.scripts import script
+from workers.scripts import run_batch, script
 
 if TYPE_CHECKING:  # only named in annotations: the broker stays below the settings
     from workers.config import Subscription
@@ -78,17 +78,16 @@ class Broker:
         renew_only: bool = False,
     ) -> list[Grant]:
         """Lock or renew several queues in one round trip (RocketMQ's ``lockBatchMQ``).
-        One script call per queue keeps every call within one cluster slot.
+        One script call per queue keeps every call within one cluster slot; on a cluster
+        the calls go in one pipeline per node (``workers.scripts.run_batch``).
         ``renew_only`` refuses (token 0) any queue ``owner`` does not hold live right now,
         instead of granting it afresh."""
         if not refs:
             return []
-        pipe = self.client.pipeline(transaction=False)
         ttl_ms = max(1, int(ttl_s * 1000))
         mode = "1" if renew_only else "0"
-        for ref in refs:
-            self._lock(keys=[keys.lock(ref, group)], args=[owner, ttl_ms, mode], client=pipe)
-        replies = pipe.execute()
+        calls = [([keys.lock(ref, group)], [owner, ttl_ms, mode]) for ref in refs]
+        replies = run_batch(self.client, self._lock, calls)
         return [
             Grant(ref, int(r[0]), bool(int(r[1]))) for ref, r in zip(refs, replies, strict=True)
         ]

@@ -166,6 +166,33 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class SendOptions:
+    """How a producer's send rides out a failover (README, "Running on Redis Cluster")."""
+
+    # 0: a send returns once the master stored the message (replication is asynchronous,
+    # so a master that dies right after may lose it). N: it returns only once N replicas
+    # acknowledged it (Redis WAIT), so it survives the master's failover.
+    wait_replicas: int = 0
+    wait_timeout_ms: int = 1000
+    # How long a send keeps trying while the server is unavailable (a failover, a
+    # restart) before it raises; it retries only what was certainly not stored, or, with
+    # an idempotency key, anything. None: 10 s on a cluster, 0 on a standalone server.
+    retry_s: float | None = None
+
+    @classmethod
+    def from_env(cls) -> SendOptions:
+        d = cls()
+        raw_retry = os.environ.get("LOCKSTEP_SEND_RETRY_SECONDS", "").strip()
+        return cls(
+            wait_replicas=env_int("LOCKSTEP_SEND_WAIT_REPLICAS", d.wait_replicas, minimum=0),
+            wait_timeout_ms=env_int("LOCKSTEP_SEND_WAIT_TIMEOUT_MS", d.wait_timeout_ms, minimum=1),
+            retry_s=env_float("LOCKSTEP_SEND_RETRY_SECONDS", 0.0, minimum=0.0)
+            if raw_retry
+            else None,
+        )
+
+
+@dataclass(frozen=True)
 class Subscription:
     """One (topic, group, handler) the runtime consumes.
 

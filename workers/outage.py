@@ -22,6 +22,8 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ClusterDownError, MasterDownError, ReadOnlyError
 from redis.retry import Retry
 
+from workers.connection import connect
+
 log = logging.getLogger("workers.outage")
 
 # The errors that mean "Redis cannot be reached or cannot write right now", as opposed to
@@ -101,8 +103,9 @@ def runtime_client(url: str) -> redis.Redis:
     """The runtime's Redis client. One immediate retry of a failed command reconnects a
     pooled connection that a Redis restart left dead; more retries (redis-py's default
     retries ten times with back-off) would only stretch an outage into every call and
-    could run a non-idempotent script twice after a lost reply."""
-    return redis.Redis.from_url(
+    could run a non-idempotent script twice after a lost reply. On a Redis Cluster the
+    client is the cluster client (``workers.connection``)."""
+    return connect(
         url,
         health_check_interval=30,
         socket_timeout=SOCKET_TIMEOUT_S,

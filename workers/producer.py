@@ -9,22 +9,30 @@ again with the same idempotency key stores the message at most once.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
 
 import redis
 from redis.backoff import NoBackoff
 from redis.connection import Connection
+from redis.exceptions import AskError, ClusterDownError, ReadOnlyError, TryAgainError
 from redis.retry import Retry
 
 from workers import keys
-from workers.config import Limits
+from workers.config import Limits, SendOptions
+from workers.connection import cluster_of, connect, is_cluster, refresh_layout
 from workers.errors import ConfigurationError, InvalidMessageError, SendError
 from workers.hashing import queue_for_key
 from workers.message import IDEMPOTENCY_KEY_HEADER
 from workers.refs import QueueRef
 from workers.scripts import script
 from workers.topics import get_topic, validate_name
+
+# A failover (a replica promoted after the cluster's node timeout) takes a few seconds.
+CLUSTER_SEND_RETRY_S = 10.0
+RETRY_FIRST_DELAY_S = 0.05
+RETRY_MAX_DELAY_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,11 @@ class _NotConnected(redis.ConnectionError):
     """No connected connection could be had: nothing of the command was written."""
 
 
+class _Unavailable(SendError):
+    """The server could not take the send right now (no connection, a cluster between
+    masters, a slot moving): worth another try within ``SendOptions.retry_s``."""
+
+
 class _SendPool(redis.ConnectionPool):
     """A pool that tells a failure to connect apart from a failure after it: the pool
     connects (and checks the connection) before a command is written, so a send that
@@ -68,12 +81,22 @@ class Producer:
     messages one after another gets them in that order. There is no fail-over to another
     queue: an ordered send that fails raises. Thread-safe (a pool of connections)."""
 
-    def __init__(self, redis_url: str, *, limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        redis_url: str,
+        *,
+        limits: Limits | None = None,
+        options: SendOptions | None = None,
+    ) -> None:
         # No automatic retries: redis-py would re-run the produce script after a lost
         # reply and store the message twice. The caller retries, with an idempotency key.
-        self._pool = _SendPool.from_url(redis_url, retry=Retry(NoBackoff(), 0))
-        self._client = redis.Redis(connection_pool=self._pool)
+        no_retry = Retry(NoBackoff(), 0)
+        self._cluster = is_cluster(redis_url)
+        self._client = connect(redis_url, connection_pool_class=_SendPool, retry=no_retry)
         self._limits = limits or Limits.from_env()
+        self._options = options or SendOptions.from_env()
+        default_retry = CLUSTER_SEND_RETRY_S if self._cluster else 0.0
+        self._retry_s = default_retry if self._options.retry_s is None else self._options.retry_s
         self._produce = script(self._client, "produce")
         self._queue_counts: dict[str, int] = {}
 
@@ -99,7 +122,6 @@ class Producer:
 
     def close(self) -> None:
         self._client.close()
-        self._pool.disconnect()
 
     def _queue_count(self, topic: str) -> int:
         count = self._queue_counts.get(topic)
@@ -112,6 +134,24 @@ class Producer:
         return count
 
     def _store(self, ref: QueueRef, checked: _Checked) -> SendResult:
+        """One send, tried again while the server is unavailable, for up to
+        ``retry_s``: what was certainly not stored, or anything with an idempotency key
+        (its retry stores at most once)."""
+        deadline = time.monotonic() + self._retry_s
+        delay = RETRY_FIRST_DELAY_S
+        while True:
+            try:
+                return self._store_once(ref, checked)
+            except SendError as exc:
+                retry = isinstance(exc, _Unavailable) and (
+                    not exc.maybe_stored or bool(checked.idempotency_key)
+                )
+                if not retry or time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, RETRY_MAX_DELAY_S)
+
+    def _store_once(self, ref: QueueRef, checked: _Checked) -> SendResult:
         redis_keys = [keys.stream(ref), keys.sequence(ref)]
         args: list[Any] = [checked.key, checked.body, checked.header_json]
         args.append(self._limits.stream_maxlen)
@@ -119,20 +159,62 @@ class Producer:
             redis_keys.append(keys.idempotency(ref, checked.idempotency_key))
             args.append(self._limits.idempotency_ttl_s * 1000)
         try:
-            offset, produced_ms, duplicate = self._produce(keys=redis_keys, args=args)
+            if self._options.wait_replicas:
+                reply = self._produce_and_wait(redis_keys, args)
+            else:
+                reply = self._produce(keys=redis_keys, args=args)
         except _NotConnected as exc:
-            raise SendError(f"could not connect to Redis ({exc})", False) from exc
+            raise _Unavailable(f"could not connect to Redis ({exc})", False) from exc
+        except (ClusterDownError, TryAgainError, AskError) as exc:
+            # Refused before the script ran: no master serves the slot right now.
+            raise _Unavailable(f"Redis Cluster cannot take it now ({exc})", False) from exc
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             # The script may have run and only its reply been lost.
             reason = f"the connection to Redis failed during the send ({exc})"
-            raise SendError(reason, True) from exc
+            raise _Unavailable(reason, True) from exc
+        except ReadOnlyError as exc:  # a master turned replica during a failover
+            raise _Unavailable(f"Redis refused the message ({exc})", False) from exc
         except redis.ResponseError as exc:
-            # Refused before the script ran (OOM, read-only replica, ...) or failed before
-            # its append, which gives the offset back: nothing stored.
+            # Refused before the script ran (OOM, ...) or failed before its append, which
+            # gives the offset back: nothing stored.
             raise SendError(f"Redis refused the message ({exc})", False) from exc
         except redis.RedisError as exc:
             raise SendError(f"the send failed ({exc})", True) from exc
+        offset, produced_ms, duplicate = reply
         return SendResult(ref.queue, int(offset), int(produced_ms), bool(duplicate))
+
+    def _produce_and_wait(self, redis_keys: list[str], args: list[Any]) -> Any:
+        """The produce script and WAIT on one connection of the node serving the queue
+        (WAIT counts the replicas that have this connection's writes), in one round trip.
+        Raises ``SendError`` (maybe stored) when fewer replicas acknowledged in time."""
+        cluster = cluster_of(self._client)
+        node = self._client
+        if cluster is not None:
+            node = cluster.get_redis_connection(cluster.get_node_from_key(redis_keys[0]))
+        pipe = node.pipeline(transaction=False)
+        self._produce(keys=redis_keys, args=args, client=pipe)
+        pipe.execute_command("WAIT", self._options.wait_replicas, self._options.wait_timeout_ms)
+        try:
+            produced, acked = pipe.execute(raise_on_error=False)
+        except (redis.ConnectionError, redis.TimeoutError):
+            if cluster is not None:
+                refresh_layout(cluster)
+            raise
+        if isinstance(produced, AskError) and cluster is not None:
+            refresh_layout(cluster)  # the slot moved (a failover): ask the cluster again
+        if isinstance(produced, Exception):
+            raise produced
+        if isinstance(acked, Exception) or int(acked) < self._options.wait_replicas:
+            got = "an error" if isinstance(acked, Exception) else f"{int(acked)}"
+            raise SendError(
+                f"stored at offset {int(produced[0])} of its queue, but {got} of "
+                f"{self._options.wait_replicas} replicas acknowledged it within "
+                f"{self._options.wait_timeout_ms} ms (LOCKSTEP_SEND_WAIT_REPLICAS): it is "
+                "lost if the master fails before replicating it; a send again with the "
+                "same idempotency key stores it at most once",
+                True,
+            )
+        return produced
 
     # -- checks: everything refused here is refused before anything is sent ----------------
     def _check(

@@ -6,11 +6,16 @@ token, broker-side expiry) every fenced state change starts with (docs/fencing.m
 ``produce``, the append of a message with the next dense offset.
 """
 
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import redis
 from redis.commands.core import Script
+from redis.exceptions import AskError
+
+from workers.connection import cluster_of, refresh_layout
 
 _LUA_DIR = Path(__file__).with_name("lua")
 _PRELUDE_MARKER = "-- Prelude: "
@@ -36,3 +41,48 @@ def source(name: str) -> str:
 def script(client: redis.Redis, name: str) -> Script:
     """A registered script bound to ``client``; EVALSHA with automatic reload on NOSCRIPT."""
     return client.register_script(source(name))
+
+
+def run_batch(
+    client: redis.Redis, script_: Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
+) -> list[Any]:
+    """Run ``script_`` once per ``(keys, args)`` in as few round trips as the server allows,
+    replies in the order of ``calls``. Standalone: one pipeline. Redis Cluster, which
+    refuses EVALSHA in its cross-slot pipelines: one pipeline per node, each call sent to
+    the node serving its keys' slot; a call whose slot moved meanwhile (MOVED, ASK) is
+    sent again through the cluster client, which follows the redirection. Each call must
+    keep its own keys within one slot (docs/cluster.md)."""
+    cluster = cluster_of(client)
+    if cluster is None:
+        pipe = client.pipeline(transaction=False)
+        for keys, args in calls:
+            script_(keys=list(keys), args=list(args), client=pipe)
+        return list(pipe.execute())
+    replies: list[Any] = [None] * len(calls)
+    by_node: dict[str, list[int]] = {}
+    nodes = {}
+    for index, (keys, _) in enumerate(calls):
+        node = cluster.get_node_from_key(keys[0])
+        nodes[node.name] = node
+        by_node.setdefault(node.name, []).append(index)
+    for name, indexes in by_node.items():
+        node_client = cluster.get_redis_connection(nodes[name])
+        pipe = node_client.pipeline(transaction=False)
+        for index in indexes:
+            keys, args = calls[index]
+            script_(keys=list(keys), args=list(args), client=pipe)
+        try:
+            results = pipe.execute(raise_on_error=False)
+        except (redis.ConnectionError, redis.TimeoutError):
+            # What the cluster client does on a dead node: re-read the layout, so the
+            # next call finds the promoted replica.
+            refresh_layout(cluster)
+            raise
+        for index, result in zip(indexes, results, strict=True):
+            if isinstance(result, AskError):  # MovedError is an AskError
+                keys, args = calls[index]
+                result = script_(keys=list(keys), args=list(args))
+            elif isinstance(result, Exception):
+                raise result
+            replies[index] = result
+    return replies

@@ -11,12 +11,15 @@ import redis
 from workers import keys
 from workers.errors import ConfigurationError, UnknownTopicError
 from workers.redis_types import as_bytes
+from workers.scripts import script
 
 # Names go into Redis keys and the dashboard's URLs; 128 fits the Event.topic column.
 _NAME = re.compile(r"^[A-Za-z0-9_.\-%]{1,128}$")
 # Each queue costs its owner a thread (every consumer, under broadcasting) and a few keys
 # read on every dashboard push.
 MAX_QUEUES = 1024
+# A topic's state once every step of its creation is done (create_topic).
+READY = b"ready"
 
 
 @dataclass(frozen=True)
@@ -37,38 +40,56 @@ def validate_name(name: str, what: str = "topic") -> str:
 def create_topic(client: redis.Redis, name: str, queues: int) -> Topic:
     """Create a topic. Re-creating with the same queue count is a no-op; changing the queue
     count of an existing topic is refused, because it would move keys between queues and
-    break their order."""
+    break their order.
+
+    Creation takes three steps (the topic's hash and the list of topics are in different
+    cluster slots): record the queue count marked 'creating', add the name to the list,
+    mark it 'ready'. A topic is usable only once ready, and calling this again after a
+    failure at any step finishes the creation (docs/cluster.md)."""
     validate_name(name)
     if not 1 <= queues <= MAX_QUEUES:
         raise ConfigurationError(f"queues must be 1..{MAX_QUEUES}, got {queues}")
     now_ms = int(time.time() * 1000)
-    created = client.hsetnx(keys.topic_meta(name), "queues", queues)
-    if created:
-        client.hset(keys.topic_meta(name), "created_at", now_ms)
-        client.sadd(keys.TOPICS, name)
-        return Topic(name, queues, now_ms)
-    existing = get_topic(client, name)
-    if existing.queues != queues:
+    stored, state = script(client, "create_topic")(
+        keys=[keys.topic_meta(name)], args=[queues, now_ms]
+    )
+    if int(stored) != queues:
         raise ConfigurationError(
-            f"topic {name!r} exists with {existing.queues} queues; refusing to change it to "
+            f"topic {name!r} exists with {int(stored)} queues; refusing to change it to "
             f"{queues} (that would re-map keys to other queues and break their order)"
         )
-    return existing
+    if as_bytes(state) != READY:
+        client.sadd(keys.TOPICS, name)
+        client.hset(keys.topic_meta(name), "state", READY)
+    return get_topic(client, name)
 
 
 def get_topic(client: redis.Redis, name: str) -> Topic:
+    """The topic, once its creation has finished; ``UnknownTopicError`` before."""
     raw = client.hgetall(keys.topic_meta(name))
     if not raw or b"queues" not in raw:
         raise UnknownTopicError(
             f"topic {name!r} does not exist; create it with "
             f"`python manage.py create_topic {name} --queues N`"
         )
+    if raw.get(b"state", READY) != READY:
+        raise UnknownTopicError(
+            f"topic {name!r} is being created, or its creation was interrupted; finish it "
+            f"with `python manage.py create_topic {name} --queues {int(raw[b'queues'])}`"
+        )
     return Topic(name, int(raw[b"queues"]), int(raw.get(b"created_at", b"0")))
 
 
 def list_topics(client: redis.Redis) -> list[Topic]:
+    """Every ready topic, by name (one listed but not yet marked ready is left out)."""
     names = sorted(as_bytes(n).decode() for n in client.smembers(keys.TOPICS))
-    return [get_topic(client, n) for n in names]
+    out = []
+    for name in names:
+        try:
+            out.append(get_topic(client, name))
+        except UnknownTopicError:
+            continue
+    return out
 
 
 def register_group(client: redis.Redis, topic: str, group: str) -> None:

@@ -12,6 +12,7 @@ from typing import Any, ParamSpec, TypeVar
 import redis
 from django.conf import settings
 
+from workers.connection import connect
 from workers.outage import REDIS_DOWN, Outage, redis_outage
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ def get_redis() -> redis.Redis:
     url = settings.REDIS_URL
     client = _clients.get(url)
     if client is None:
-        client = redis.Redis.from_url(url, socket_timeout=10)
+        client = connect(url, socket_timeout=10)
         _clients[url] = client
     return client
 

@@ -44,6 +44,7 @@ from typing import Any
 import redis
 
 from workers import ConsumeStatus
+from workers.connection import connect
 from workers.message import ConsumeContext, Message
 
 HANDLED = "test:handled"
@@ -63,7 +64,7 @@ def gate(name: str) -> str:
 
 @cache
 def _client(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url)
+    return connect(url)
 
 
 def client() -> redis.Redis:

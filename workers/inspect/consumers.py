@@ -17,6 +17,7 @@ import redis
 from workers import keys
 from workers.cards import QueueSnapshot, SubscriptionCard
 from workers.config import Timings
+from workers.connection import get_each
 from workers.inspect.clock import redis_now_ms
 from workers.redis_types import as_bytes
 from workers.refs import QueueRef
@@ -65,7 +66,7 @@ def consumers(client: redis.Redis, heartbeat_timeout_s: float | None = None) -> 
     ids = sorted(as_bytes(m).decode() for m in client.smembers(keys.CONSUMERS))
     if not ids:
         return []
-    raw = client.mget([keys.consumer_info(i) for i in ids])
+    raw = get_each(client, [keys.consumer_info(i) for i in ids])
     now_ms = redis_now_ms(client)
     timeout_s = heartbeat_timeout() if heartbeat_timeout_s is None else heartbeat_timeout_s
     out = []
@@ -88,7 +89,7 @@ def registered_consumers(client: redis.Redis) -> list[LiveConsumer]:
     ids = sorted(as_bytes(m).decode() for m in client.smembers(keys.CONSUMERS))
     if not ids:
         return []
-    raw = client.mget([keys.consumer_info(i) for i in ids])
+    raw = get_each(client, [keys.consumer_info(i) for i in ids])
     now_ms = redis_now_ms(client)
     return [
         _live(cid, json.loads(blob), now_ms)

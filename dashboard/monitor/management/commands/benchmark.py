@@ -12,6 +12,7 @@ BENCHMARKS = (
     "soak",
     "analytics",
     "rebalance",
+    "ordering-cluster",
 )
 
 
@@ -29,7 +30,8 @@ class Command(BaseCommand):
             type=int,
             default=None,
             help="runtime: messages per run (20,000); ordering: messages "
-            "of the no-op cases (60,000); dashboard: messages per "
+            "of the no-op cases (60,000); ordering-cluster: the same on standalone Redis "
+            "and on a local Redis Cluster (20,000); dashboard: messages per "
             "events on/off run (200,000); deadletters: dead letters in the "
             "group (100,000); storage: messages per run (6,000)",
         )
@@ -37,7 +39,7 @@ class Command(BaseCommand):
             "--repeats",
             type=int,
             default=None,
-            help="runs per case, medians reported (runtime 3, ordering 5, "
+            help="runs per case, medians reported (runtime 3, ordering 5, ordering-cluster 3, "
             "dashboard 5 of each of on and off, deadletters 15 requests per filter, "
             "analytics 3 of the job and of the bare aggregation; rebalance: remove/add "
             "cycles of the full configuration, 1)",
@@ -113,6 +115,10 @@ class Command(BaseCommand):
             from bench import ordering
 
             result = ordering.run(messages or 60_000, repeats or 5)
+        elif options["name"] == "ordering-cluster":
+            from bench import ordering_cluster
+
+            result = ordering_cluster.run(noop_messages=messages or 20_000, repeats=repeats or 3)
         else:
             from bench import runtime
 

@@ -1,0 +1,94 @@
+"""Connecting to the Redis that holds Lockstep's data: one standalone server, or a Redis
+Cluster (docs/cluster.md).
+
+A cluster is chosen by the URL's scheme (``redis+cluster://`` or ``rediss+cluster://``,
+naming any one node) or, for a plain ``redis://`` URL, by ``LOCKSTEP_REDIS_CLUSTER=1``.
+The cluster client discovers the other nodes, follows MOVED and ASK, and finds a promoted
+replica after a failover. Everything the runtime does is within one slot per command or
+script (every per-queue key carries the hash tag ``{topic:queue}``), so the two clients
+are used through the same calls; ``connect`` returns the cluster client typed as
+``redis.Redis`` because the code calls only commands both offer (pipelines without
+MULTI, single-slot scripts, single-key commands).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Any, cast
+from urllib.parse import urlsplit, urlunsplit
+
+import redis
+from redis.cluster import RedisCluster
+
+from workers.env import env_bool
+from workers.errors import ConfigurationError
+
+CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
+
+# Each queue worker holds a connection for the length of its blocking read, so a process
+# owning many queues needs as many connections at once; redis-py's default pool (100)
+# would make the 101st worker fail as if Redis were down. Connections are opened lazily.
+MAX_CONNECTIONS = 10_000
+
+
+def is_cluster(url: str) -> bool:
+    """Whether ``url`` names a Redis Cluster (by its scheme or LOCKSTEP_REDIS_CLUSTER)."""
+    scheme = urlsplit(url).scheme.lower()
+    if scheme in CLUSTER_SCHEMES:
+        return True
+    return env_bool("LOCKSTEP_REDIS_CLUSTER", False)
+
+
+def plain_url(url: str) -> str:
+    """``url`` with a cluster scheme turned back into the ``redis://``/``rediss://`` one
+    redis-py parses (the scheme is ours, not redis-py's)."""
+    parts = urlsplit(url)
+    scheme = CLUSTER_SCHEMES.get(parts.scheme.lower())
+    if scheme is None:
+        return url
+    return urlunsplit((scheme, *parts[1:]))
+
+
+def connect(url: str, **options: Any) -> redis.Redis:
+    """A client for ``url``: ``redis.Redis`` on a standalone server, ``RedisCluster`` on a
+    cluster. ``options`` are connection options both take (timeouts, health checks, the
+    pool class). ``retry`` is the standalone client's retry of a failed command; on a
+    cluster it is the cluster client's, which re-reads the cluster's layout before it
+    retries (a failover, a dead node). MOVED and ASK are always followed."""
+    options.setdefault("max_connections", MAX_CONNECTIONS)
+    if not is_cluster(url):
+        pool_class = options.pop("connection_pool_class", redis.ConnectionPool)
+        client = redis.Redis(connection_pool=pool_class.from_url(url, **options))
+        client.auto_close_connection_pool = True
+        return client
+    parts = urlsplit(plain_url(url))
+    if parts.path not in ("", "/", "/0"):
+        raise ConfigurationError(
+            f"a Redis Cluster has only database 0; remove {parts.path!r} from the URL"
+        )
+    cluster = RedisCluster.from_url(plain_url(url), **options)
+    return cast(redis.Redis, cluster)
+
+
+def cluster_of(client: redis.Redis) -> RedisCluster | None:
+    """The cluster client behind ``client``, or None for a standalone server."""
+    candidate: object = client
+    return candidate if isinstance(candidate, RedisCluster) else None
+
+
+def get_each(client: redis.Redis, names: Sequence[str]) -> list[bytes | None]:
+    """GET of each key in one round trip, keys in any slots (MGET needs one slot on a
+    cluster; a pipeline without MULTI is split per node by the cluster client)."""
+    pipe = client.pipeline(transaction=False)
+    for name in names:
+        pipe.get(name)
+    return cast(list[bytes | None], pipe.execute())
+
+
+def refresh_layout(cluster: RedisCluster) -> None:
+    """Re-read which node serves which slot, as the cluster client does itself after a
+    dead node: for calls made on a node's own connection (``workers.scripts.run_batch``,
+    the producer's WAIT). A failure here is left to the caller's own error."""
+    with contextlib.suppress(redis.RedisError):
+        cluster.nodes_manager.initialize()
