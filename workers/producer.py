@@ -25,6 +25,7 @@ from workers.connection import cluster_of, connect, is_cluster, refresh_layout
 from workers.errors import ConfigurationError, InvalidMessageError, SendError
 from workers.hashing import queue_for_key
 from workers.message import IDEMPOTENCY_KEY_HEADER
+from workers.outage import REDIS_DOWN
 from workers.refs import QueueRef
 from workers.scripts import script
 from workers.topics import get_topic, validate_name
@@ -117,8 +118,7 @@ class Producer:
         offset with ``duplicate=True``. Raises ``InvalidMessageError`` (nothing sent),
         ``UnknownTopicError``, or ``SendError`` with ``maybe_stored``."""
         checked = self._check(topic, key, body, headers, idempotency_key)
-        queue = queue_for_key(key, self._queue_count(topic))
-        return self._store(QueueRef(topic, queue), checked)
+        return self._store(topic, checked)
 
     def close(self) -> None:
         self._client.close()
@@ -128,12 +128,14 @@ class Producer:
         if count is None:
             try:
                 count = get_topic(self._client, topic).queues
-            except redis.RedisError as exc:  # a read: nothing of the message was sent
+            except REDIS_DOWN as exc:  # a read: nothing of the message was sent
+                raise _Unavailable(f"could not read topic {topic!r} ({exc})", False) from exc
+            except redis.RedisError as exc:
                 raise SendError(f"could not read topic {topic!r} ({exc})", False) from exc
             self._queue_counts[topic] = count
         return count
 
-    def _store(self, ref: QueueRef, checked: _Checked) -> SendResult:
+    def _store(self, topic: str, checked: _Checked) -> SendResult:
         """One send, tried again while the server is unavailable, for up to
         ``retry_s``: what was certainly not stored, or anything with an idempotency key
         (its retry stores at most once)."""
@@ -141,6 +143,7 @@ class Producer:
         delay = RETRY_FIRST_DELAY_S
         while True:
             try:
+                ref = QueueRef(topic, queue_for_key(checked.key, self._queue_count(topic)))
                 return self._store_once(ref, checked)
             except SendError as exc:
                 retry = isinstance(exc, _Unavailable) and (
