@@ -82,7 +82,7 @@ def run(
         "repeats": repeats,
         "noop_messages": noop_messages,
         "key_io_messages": key_messages,
-        "cluster": {"masters": 3, "replicas_per_master": replicas},
+        "cluster_layout": {"masters": 3, "replicas_per_master": replicas},
     }
     for target in TARGETS:
         result[target] = {
