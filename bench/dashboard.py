@@ -51,7 +51,6 @@ from bench.common import ROOT, ConsumerProcess, committed_total, load_topic, pri
 from bench.ordering import consume_case
 from bench.ws_client import WebSocket
 from workers import events as ev
-from workers import keys
 
 QUEUES = 8
 KEY_COUNT = 4000
@@ -152,9 +151,9 @@ def events_on_off(url: str, messages: int, repeats: int) -> dict[str, Any]:
 def fill_events(client: redis.Redis, count: int) -> None:
     """``count`` events shaped like the runtime's, in its proportions: mostly coalesced
     commits, some retries, lock changes, key-state snapshots and lag samples."""
-    client.delete(keys.EVENTS)
+    ev.delete_event_log(client)
     rng = random.Random(7)
-    pipe = client.pipeline(transaction=False)
+    chunk: list[ev.Event] = []
     now_ms = int(time.time() * 1000)
     for i in range(count):
         q, roll = i % QUEUES, rng.random()
@@ -220,10 +219,16 @@ def fill_events(client: redis.Redis, count: int) -> None:
                     "time_lag_s": 1.5,
                 },
             )
-        pipe.xadd(keys.EVENTS, event.fields())
+        chunk.append(event)
         if i % 2000 == 1999:
-            pipe.execute()
-    pipe.execute()
+            _append_uncapped(client, chunk, count)
+            chunk = []
+    _append_uncapped(client, chunk, count)
+
+
+def _append_uncapped(client: redis.Redis, events: list[ev.Event], total: int) -> None:
+    """To the event log's shards (``LOCKSTEP_EVENT_SHARDS``), never trimming the fill."""
+    ev.append(client, events, maxlen=max(total, 1_000_000))
 
 
 def ingest_rate(url: str, count: int) -> dict[str, Any]:
@@ -276,7 +281,7 @@ def _ingest_main(total: int) -> None:
 
 def push_latency(url: str, seconds: float) -> dict[str, Any]:
     client = redis.Redis.from_url(url)
-    client.delete(keys.EVENTS)
+    ev.delete_event_log(client)
     load_topic(client, "latency", QUEUES, LATENCY_BACKLOG, key_count=KEY_COUNT)
     user, password = "bench", secrets.token_urlsafe(12)
     with _workdir() as tmp, _web_side(url, tmp, user, password) as port:
@@ -341,11 +346,9 @@ async def _watch(
     while time.monotonic() < deadline:
         marker = f"bench-marker-{n}"
         emitted[marker] = time.monotonic()
-        client.xadd(
-            keys.EVENTS,
-            ev.Event(
-                "bench_marker", int(time.time() * 1000), topic, "bench", queue, marker
-            ).fields(),
+        ev.append(
+            client,
+            [ev.Event("bench_marker", int(time.time() * 1000), topic, "bench", queue, marker)],
         )
         n += 1
         await asyncio.sleep(rng.uniform(*MARKER_GAP_S))

@@ -80,9 +80,9 @@ def logical_bytes(path: Path) -> int:
     return int(str(pages)) * int(str(page_size))
 
 
-def _query(path: Path, sql: str) -> list[tuple[object, ...]]:
+def _query(path: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
     with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as db:
-        return list(db.execute(sql))
+        return list(db.execute(sql, params))
 
 
 def event_count(path: Path) -> int:
@@ -101,8 +101,10 @@ def events_by_type(path: Path) -> dict[str, tuple[int, int]]:
     return {str(t): (int(str(n)), int(str(b or 0))) for t, n, b in rows}
 
 
-def ingested_up_to(path: Path) -> str:
-    rows = _query(path, f"SELECT last_id FROM {CURSOR_TABLE} WHERE name = 'events'")
+def ingested_up_to(path: Path, cursor: str = "events") -> str:
+    """The last entry ID the ingester stored of one event stream: ``events`` is the cursor
+    of ``ls:events``, a shard's cursor is named by its key."""
+    rows = _query(path, f"SELECT last_id FROM {CURSOR_TABLE} WHERE name = ?", (cursor,))
     return str(rows[0][0]) if rows else "0-0"
 
 

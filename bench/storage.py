@@ -25,6 +25,7 @@ from bench import database
 from bench.common import ConsumerProcess, committed_total, private_redis
 from workers import Producer, keys
 from workers.config import Timings
+from workers.events import delete_event_log, event_streams
 from workers.inspect import overview
 from workers.redis_types import entries
 from workers.topics import create_topic
@@ -85,7 +86,7 @@ def _one_run(
     rate: float,
 ) -> dict[str, Any]:
     client = redis.Redis.from_url(url)
-    client.delete(keys.EVENTS)
+    delete_event_log(client)
     topic = f"storage-{name}"
     create_topic(client, topic, QUEUES)
     db_path = database.copy_database(template, name)
@@ -179,11 +180,15 @@ def _wait_committed(
 
 
 def _wait_ingested(client: redis.Redis, db_path: Path, ingester: database.IngesterProcess) -> None:
-    """Until the ingester's stored cursor is the stream's last entry."""
+    """Until the ingester's stored cursor of every event stream is the stream's last entry
+    (the cursor of ``ls:events`` is named ``events``, a shard's by its key)."""
     deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
-    last = entries(client.xrevrange(keys.EVENTS, count=1))
-    target = last[0][0].decode() if last else "0-0"
-    while database.ingested_up_to(db_path) != target:
+    targets: dict[str, str] = {}
+    for stream in event_streams(client):
+        last = entries(client.xrevrange(stream, count=1))
+        if last:
+            targets["events" if stream == keys.EVENTS else stream] = last[0][0].decode()
+    while any(database.ingested_up_to(db_path, name) != t for name, t in targets.items()):
         ingester.check()
         if time.monotonic() > deadline:
             raise TimeoutError("the ingester did not catch up with the event stream")

@@ -5,10 +5,12 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
 from workers import env as runtime_env
+from workers.connection import CLUSTER_SCHEMES, is_cluster
 from workers.errors import ConfigurationError
 
 T = TypeVar("T")
@@ -107,3 +109,38 @@ def spark_conf(value: str) -> dict[str, str]:
             )
         conf[key.strip()] = val.strip()
     return conf
+
+
+def side_redis_urls(redis_url: str, broker_url: str, channels_url: str) -> tuple[str, str]:
+    """Celery's broker URL and the channel layer's Redis URL: each defaults to
+    ``redis_url`` (the Redis holding Lockstep's data). When that is a Redis Cluster
+    (``workers.connection.is_cluster``), both must be given and name a standalone Redis:
+    neither Celery's Redis transport nor channels-redis speaks the cluster protocol, so a
+    default would fail later, in every task and every push, rather than here. The URLs
+    are left out of the messages (they may carry a password)."""
+    broker_url, channels_url = broker_url.strip(), channels_url.strip()
+    if _loud(is_cluster, redis_url):
+        missing = [
+            name
+            for name, value in (
+                ("CELERY_BROKER_URL", broker_url),
+                ("CHANNELS_REDIS_URL", channels_url),
+            )
+            if not value
+        ]
+        if missing:
+            raise ImproperlyConfigured(
+                f"REDIS_URL names a Redis Cluster: set {' and '.join(missing)} to a standalone "
+                "Redis (redis://…), because neither Celery's Redis transport nor the channel "
+                "layer (channels-redis) speaks the cluster protocol"
+            )
+    for name, value in (("CELERY_BROKER_URL", broker_url), ("CHANNELS_REDIS_URL", channels_url)):
+        if urlsplit(value).scheme.lower() in CLUSTER_SCHEMES or (
+            value and value == redis_url and _loud(is_cluster, redis_url)
+        ):
+            raise ImproperlyConfigured(
+                f"{name} must name a standalone Redis, not a Redis Cluster: neither Celery's "
+                "Redis transport nor the channel layer (channels-redis) speaks the cluster "
+                "protocol"
+            )
+    return broker_url or redis_url, channels_url or redis_url

@@ -15,6 +15,7 @@ from dashboard.env import (
     env_int,
     env_str,
     nightly_at,
+    side_redis_urls,
     spark_conf,
     weak_secret_key,
 )
@@ -177,12 +178,18 @@ STATICFILES_DIRS = [BASE_DIR / "dashboard" / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+# Celery's broker and the channel layer default to REDIS_URL's server. On a Redis Cluster
+# (docs/cluster.md) they cannot: neither Celery's Redis transport nor channels-redis
+# speaks the cluster protocol, so both must name a standalone Redis of their own.
+CELERY_BROKER_URL, CHANNELS_REDIS_URL = side_redis_urls(
+    REDIS_URL, env_str("CELERY_BROKER_URL", ""), env_str("CHANNELS_REDIS_URL", "")
+)
 
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
-            "hosts": [env_str("CHANNELS_REDIS_URL", REDIS_URL)],
+            "hosts": [CHANNELS_REDIS_URL],
             # Pushes are "something changed" hints that pages re-read on a gap: dropping
             # beyond this backlog or age is safe and keeps a slow browser from piling up.
             "capacity": 1000,
@@ -202,7 +209,6 @@ LOCKSTEP_HIDE_BODIES_FROM_VIEWERS = env_bool("LOCKSTEP_HIDE_BODIES_FROM_VIEWERS"
 # faster than normal traffic; 50 a second replays 10,000 in a few minutes.
 LOCKSTEP_REPLAY_RATE_PER_S = env_float("LOCKSTEP_REPLAY_RATE_PER_S", 50.0, minimum=0.0)
 
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"

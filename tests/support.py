@@ -198,6 +198,25 @@ class LocalCluster:
         node.proc.kill()
         node.proc.wait(10)
 
+    def restart(self, port: int, timeout: float = 30.0) -> None:
+        """Start a killed node again on its port and directory: its ``nodes.conf`` makes it
+        rejoin the cluster, as a replica of whichever node took its slots over (it starts
+        without data and syncs from that master). Returns once it is attached and synced."""
+        node = self.node(port)
+        if node.alive:
+            raise RuntimeError(f"node {port} is still running")
+        node.proc = _start_cluster_node(
+            shutil.which("redis-server") or "redis-server", self.workdir, port
+        )
+        _wait_ping(node)
+        deadline = time.monotonic() + timeout
+        while not (
+            any(port in replicas for replicas in self.masters().values()) and _replica_synced(port)
+        ):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"node {port} did not rejoin as a synced replica")
+            time.sleep(0.1)
+
     def wait_healthy(self, timeout: float = 30.0) -> None:
         """Until every live node reports cluster_state:ok and every slot is served."""
         deadline = time.monotonic() + timeout
@@ -263,15 +282,8 @@ def redis_cluster(masters: int = 3, replicas: int = 1) -> Iterator[LocalCluster]
     try:
         for _ in range(masters * (1 + replicas)):
             port = _free_cluster_port()
-            node_dir = Path(workdir) / str(port)
-            node_dir.mkdir()
-            args = ["--port", str(port), "--bind", "127.0.0.1", "--dir", str(node_dir)]
-            args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
-            args += ["--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0"]
-            args += ["--save", "", "--appendonly", "no"]
-            args += ["--loglevel", "notice", "--logfile", str(node_dir / "redis.log")]
-            proc = subprocess.Popen([binary, *args], stdout=subprocess.DEVNULL)
-            nodes.append(ClusterNode(port, proc))
+            (Path(workdir) / str(port)).mkdir()
+            nodes.append(ClusterNode(port, _start_cluster_node(binary, workdir, port)))
         for n in nodes:
             _wait_ping(n)
         addresses = [f"127.0.0.1:{n.port}" for n in nodes]
@@ -294,6 +306,17 @@ def redis_cluster(masters: int = 3, replicas: int = 1) -> Iterator[LocalCluster]
         yield cluster
     finally:
         cluster.stop()
+
+
+def _start_cluster_node(binary: str, workdir: str, port: int) -> subprocess.Popen[bytes]:
+    """One cluster node on ``port``, its data and ``nodes.conf`` in ``workdir/<port>``."""
+    node_dir = Path(workdir) / str(port)
+    args = ["--port", str(port), "--bind", "127.0.0.1", "--dir", str(node_dir)]
+    args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
+    args += ["--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0"]
+    args += ["--save", "", "--appendonly", "no"]
+    args += ["--loglevel", "notice", "--logfile", str(node_dir / "redis.log")]
+    return subprocess.Popen([binary, *args], stdout=subprocess.DEVNULL)
 
 
 def _replica_synced(port: int) -> bool:

@@ -1,5 +1,18 @@
 """The durable event log: every lock, rebalance, offset, retry and dead-letter event is
-appended to one Redis stream (``ls:events``) that the dashboard ingests.
+appended to a Redis stream that the dashboard ingests.
+
+**Shards.** ``LOCKSTEP_EVENT_SHARDS`` (default 1) streams share the events. With 1 they
+all go to ``ls:events`` (the layout before sharding, so an existing deployment keeps its
+stream and the ingester its cursor). With N > 1 they go to ``ls:events:{s0}`` …
+``ls:events:{s<N-1>}``, one hash tag per shard so that Redis Cluster spreads them over
+slots. An event's shard is ``crc32`` of ``<topic>:<queue>`` modulo N (``shard_of``), so
+every event of one queue is in one stream, in the order written; an event that names no
+queue goes by its topic (a group's ``rebalance``), or by its consumer when it names no
+topic either (``consumer_started``/``consumer_stopped``). Events of different queues are
+in no defined order relative to each other. Every write of a shard also adds the shard's
+name to the set ``ls:events:streams`` (in the same pipeline), so readers find every shard
+ever written even when their own setting differs (``event_streams``). Writes are single
+-key commands in a non-transactional pipeline: never a cross-slot command.
 
 Events are buffered for at most ``flush_interval`` and written with one pipelined round
 trip, so the event log costs the consume loop almost nothing. Offset commits are recorded
@@ -14,9 +27,11 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import socket
 import threading
 import time
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +40,9 @@ import redis
 
 from workers import keys
 from workers.config import commit_event_interval_from_env
+from workers.env import env_int
 from workers.outage import REDIS_DOWN, redis_outage
+from workers.redis_types import Entry, entries
 from workers.refs import QueueRef
 
 log = logging.getLogger(__name__)
@@ -117,17 +134,140 @@ def decode_event(entry_id: bytes, raw: dict[bytes, bytes]) -> dict[str, Any]:
     }
 
 
-def append(client: redis.Redis, events: Iterable[Event], maxlen: int = 1_000_000) -> int:
+def event_shards_from_env() -> int:
+    """``LOCKSTEP_EVENT_SHARDS``: how many streams the event log is spread over (≥ 1)."""
+    return env_int("LOCKSTEP_EVENT_SHARDS", 1, minimum=1)
+
+
+def shard_streams(shards: int) -> list[str]:
+    """The streams events are written to with ``shards`` shards, shard 0 first."""
+    if shards <= 1:
+        return [keys.EVENTS]
+    return [keys.event_shard(i) for i in range(shards)]
+
+
+def shard_of(event: Event, shards: int) -> int:
+    """The shard of ``event``: by (topic, queue), else by topic, else by consumer. A stable
+    hash (crc32), the same in every process and every Python version."""
+    if shards <= 1:
+        return 0
+    if event.queue is not None:
+        basis = f"{event.topic}:{event.queue}"
+    elif event.topic:
+        basis = event.topic
+    else:
+        basis = event.consumer
+    return zlib.crc32(basis.encode()) % shards
+
+
+def stream_of(event: Event, shards: int) -> str:
+    """The stream ``event`` is written to with ``shards`` shards."""
+    return keys.EVENTS if shards <= 1 else keys.event_shard(shard_of(event, shards))
+
+
+def append(
+    client: redis.Redis,
+    events: Iterable[Event],
+    maxlen: int = 1_000_000,
+    shards: int | None = None,
+) -> int:
     """Append events to the event log now, in one pipelined round trip (for writers outside
-    a consumer process: beat tasks, operator actions). Returns how many were written."""
-    pipe = client.pipeline(transaction=False)
-    count = 0
-    for event in events:
-        pipe.xadd(keys.EVENTS, event.fields(), maxlen=maxlen, approximate=True)
-        count += 1
-    if count:
-        pipe.execute()
-    return count
+    a consumer process: beat tasks, operator actions). Each stream is capped at ``maxlen``
+    (approximately). ``shards`` None: ``LOCKSTEP_EVENT_SHARDS``. Returns how many were
+    written."""
+    shards = event_shards_from_env() if shards is None else shards
+    batch = [(stream_of(event, shards), event) for event in events]
+    if not batch:
+        return 0
+    pipe = client.pipeline(transaction=False)  # split per node on a cluster; no MULTI
+    used = sorted({stream for stream, _ in batch} - {keys.EVENTS})
+    if used:  # registered before the entries, so a reader never misses a written shard
+        pipe.sadd(keys.EVENT_STREAMS, *used)
+    for stream, event in batch:
+        pipe.xadd(stream, event.fields(), maxlen=maxlen, approximate=True)
+    pipe.execute()
+    return len(batch)
+
+
+_SHARD_NAME = re.compile(r"^" + re.escape(keys.PREFIX) + r":events:\{s(\d+)\}$")
+
+
+def event_streams(client: redis.Redis, shards: int | None = None) -> list[str]:
+    """Every stream that may hold events, in a stable order (``ls:events`` first, then the
+    shards by index): ``ls:events`` (written with one shard, and before sharding), the
+    shards of ``shards`` (None: ``LOCKSTEP_EVENT_SHARDS``) and every shard a writer
+    registered in ``ls:events:streams``, so a reader whose setting differs from the
+    writers' still reads them all. The one place that knows where events are: read
+    through it (or ``read_all_events``), never ``keys.EVENTS`` alone."""
+    shards = event_shards_from_env() if shards is None else shards
+    registered = {
+        m.decode() if isinstance(m, bytes) else str(m) for m in client.smembers(keys.EVENT_STREAMS)
+    }
+    registered = {name for name in registered if _SHARD_NAME.match(name)}  # nothing else
+    return sorted({keys.EVENTS, *shard_streams(shards), *registered}, key=_stream_order)
+
+
+def _stream_order(stream: str) -> tuple[int, int, str]:
+    if stream == keys.EVENTS:
+        return (0, 0, stream)
+    match = _SHARD_NAME.match(stream)
+    return (1, int(match.group(1)), stream) if match else (2, 0, stream)
+
+
+def stored_id(stream: str, entry_id: str) -> str:
+    """The ID an entry of ``stream`` is known by outside Redis (the dashboard's
+    ``Event.stream_id``): the entry ID for ``ls:events``, else ``s<shard>:<entry ID>``.
+    Entry IDs are unique only within one stream."""
+    if stream == keys.EVENTS:
+        return entry_id
+    match = _SHARD_NAME.match(stream)
+    if match is None:
+        raise ValueError(f"{stream!r} is no event stream")
+    return f"s{match.group(1)}:{entry_id}"
+
+
+def read_stream_events(client: redis.Redis, stream: str) -> list[dict[str, Any]]:
+    """Every event still in ``stream``, decoded, in stream order; ``id`` is the
+    ``stored_id``. Read in pages."""
+    out: list[dict[str, Any]] = []
+    after = "-"
+    while True:
+        page: list[Entry] = entries(client.xrange(stream, min=after, max="+", count=10_000))
+        if not page:
+            return out
+        for entry_id, raw in page:
+            event = decode_event(entry_id, raw)
+            event["id"] = stored_id(stream, event["id"])
+            out.append(event)
+        after = "(" + page[-1][0].decode()
+
+
+def delete_event_log(client: redis.Redis) -> None:
+    """Delete every event stream and the shard registry (benchmarks, tests): one key per
+    ``DEL``, so it is valid on a cluster too."""
+    for stream in event_streams(client):
+        client.delete(stream)
+    client.delete(keys.EVENT_STREAMS)
+
+
+def count_events(client: redis.Redis, shards: int | None = None) -> int:
+    """How many events are in the event log now (``XLEN`` of every stream, summed)."""
+    return sum(int(client.xlen(stream)) for stream in event_streams(client, shards))
+
+
+def read_all_events(client: redis.Redis, shards: int | None = None) -> list[dict[str, Any]]:
+    """Every event still in the event log (every stream of ``event_streams``), decoded.
+    Each queue's events are in their stream's order; streams are merged by entry ID (the
+    writer's Redis time), the closest to a global order that exists: events of different
+    queues have none."""
+    merged: list[tuple[tuple[int, int], int, dict[str, Any]]] = []
+    for rank, stream in enumerate(event_streams(client, shards)):
+        for event in read_stream_events(client, stream):
+            ms, _, seq = event["id"].rpartition(":")[2].partition("-")
+            merged.append(((int(ms), int(seq or 0)), rank, event))
+    # Stable: within one stream IDs only grow, so a stream's own order is kept.
+    merged.sort(key=lambda item: (item[0], item[1]))
+    return [event for _, _, event in merged]
 
 
 def _int_or_none(value: str | None) -> int | None:
@@ -191,8 +331,10 @@ class EventLog:
         maxlen: int = 1_000_000,
         max_buffer: int = 500,  # flush early at this many (not a cap: kept while Redis is down)
         commit_event_interval: float | None = None,  # None: LOCKSTEP_COMMIT_EVENT_INTERVAL
+        shards: int | None = None,  # None: LOCKSTEP_EVENT_SHARDS
     ) -> None:
         self._client = client
+        self._shards = event_shards_from_env() if shards is None else shards
         self.enabled = enabled
         self._flush_interval = flush_interval
         self._maxlen = maxlen
@@ -300,7 +442,7 @@ class EventLog:
         if not batch:
             return 0
         try:
-            append(self._client, batch, self._maxlen)
+            append(self._client, batch, self._maxlen, self._shards)
         except redis.RedisError as exc:
             # Keep them: put them back in front and retry at the next flush. An outage is
             # told once (workers.outage); anything else each time.

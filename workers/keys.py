@@ -6,9 +6,19 @@ docs/redis-layout.md."""
 from workers.refs import QueueRef
 
 PREFIX = "ls"
+# The event log: ``EVENTS`` with one shard (LOCKSTEP_EVENT_SHARDS=1, the default and the
+# layout before sharding), ``event_shard(i)`` with more; EVENT_STREAMS is the set of every
+# shard stream a writer ever wrote to (workers/events.py, docs/redis-layout.md).
 EVENTS = f"{PREFIX}:events"
+EVENT_STREAMS = f"{PREFIX}:events:streams"
 TOPICS = f"{PREFIX}:topics"
 CONSUMERS = f"{PREFIX}:consumers"
+
+
+def event_shard(index: int) -> str:
+    """Stream of event shard ``index``; the hash tag ``{s<index>}`` puts each shard in its
+    own slot, so in Redis Cluster the shards spread over the nodes."""
+    return f"{PREFIX}:events:{{s{index}}}"
 
 
 def topic_meta(topic: str) -> str:

@@ -2,9 +2,14 @@
 (RocketMQ's ``RebalanceService`` + ``RebalanceLockManager`` client side).
 
 Contract:
-- Rebalance runs every ``rebalance_interval_s``, at once when the live membership changes,
-  and every membership poll while an assigned queue is not yet running (so a queue
-  released by its previous owner is picked up within one poll, not one interval).
+- Rebalance runs every ``rebalance_interval_s``, when the live membership changed and then
+  stayed the same for one membership poll, and every membership poll while an assigned
+  queue is not yet running (so a queue released by its previous owner is picked up within
+  one poll, not one interval). While the membership is still changing (a rolling start,
+  many consumers stopping) nobody reshuffles: under average allocation every join or leave
+  moves almost every queue, so rebalancing at each of N joins would hand most queues over
+  N times (docs/rebalance.md). The periodic rebalance still runs, so a membership that
+  never settles cannot starve it.
 - A newly assigned queue starts only after its lock is granted; the worker then reads the
   stored offset.
 - A queue no longer assigned is dropped: its worker finishes the batch in progress,
@@ -42,8 +47,9 @@ class SubscriptionRunner:
         self.strategy = strategy or AverageAllocation()
         self.workers: dict[int, QueueWorker] = {}
         self.retiring: dict[int, QueueWorker] = {}
-        self.members: list[str] = []
+        self.members: list[str] = []  # the membership of the last rebalance
         self.assigned: list[int] = []
+        self._polled: list[str] = []  # the membership the previous poll read
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._run, name=f"lockstep-rebalance-{env.sub.topic}", daemon=True
@@ -124,7 +130,11 @@ class SubscriptionRunner:
     # -- loop --------------------------------------------------------------------------
     def _run(self) -> None:
         t = self.env.timings
-        next_heartbeat = next_rebalance = next_renew = next_lanes_report = 0.0
+        next_heartbeat = next_renew = next_lanes_report = 0.0
+        # The first rebalance too waits for a settled membership (one unchanged poll): a
+        # consumer started among many others would otherwise lock its share of a group
+        # that is still growing, to hand most of it over again a poll later.
+        next_rebalance = time.monotonic() + t.rebalance_interval_s
         while not self._stop.is_set():
             now = time.monotonic()
             try:
@@ -141,7 +151,7 @@ class SubscriptionRunner:
                         self._renew_all()
                         next_renew = now + t.lock_renew_interval_s
                     self._reap()
-                    if members != self.members or now >= next_rebalance or self._pending():
+                    if self._due(members, now >= next_rebalance):
                         self._rebalance(members)
                         next_rebalance = now + t.rebalance_interval_s
                     if self.env.lanes is not None and now >= next_lanes_report:
@@ -165,6 +175,16 @@ class SubscriptionRunner:
             env.consumer_id if heartbeat else "",
             env.timings.heartbeat_timeout_s,
         )
+
+    def _due(self, members: list[str], periodic: bool) -> bool:
+        """Whether to rebalance at this poll: periodically, or once the membership read now
+        is the one the previous poll read (settled), when it differs from the last
+        rebalance's or an assigned queue is not running yet."""
+        settled = members == self._polled
+        self._polled = members
+        if periodic:
+            return True
+        return settled and (members != self.members or self._pending())
 
     def _pending(self) -> bool:
         return any(q not in self.workers for q in self.assigned)

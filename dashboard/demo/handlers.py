@@ -21,6 +21,7 @@ from functools import cache
 
 import redis
 
+from workers.connection import connect
 from workers.env import env_int
 from workers.message import ConsumeContext, ConsumeStatus, Message
 
@@ -62,7 +63,7 @@ def is_poison(key: str, every: int) -> bool:
 
 @cache
 def _redis(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url)
+    return connect(url)
 
 
 def billing_fixed() -> bool:

@@ -2,18 +2,30 @@
 
 Contract:
 
-- **Exactly once.** Events are stored in batches, each batch in one transaction together
-  with the cursor (the last stream ID stored) and the event counters it bumps, so a
-  process killed at any point resumes right after the last committed batch; the unique
-  ``stream_id`` makes a batch replayed by anyone store nothing twice and count nothing
-  twice.
+- **Every shard.** The event log is one stream per shard (``LOCKSTEP_EVENT_SHARDS``,
+  ``workers.events``); each pass reads every stream ``workers.events.event_streams``
+  names (``ls:events``, the shards of this process's setting, and every shard a writer
+  registered in ``ls:events:streams``), so a shard count changed on the writers' side is
+  followed without a restart. Each stream has its own cursor (``IngestCursor`` named
+  ``events`` for ``ls:events``, as before sharding, and the stream's key for a shard), and
+  its own gap accounting. A queue's events are all in one stream and are stored in that
+  stream's order, so per queue the database order is the order written; events of
+  different queues have no order between them.
+- **Exactly once.** Events are stored in batches of one stream, each batch in one
+  transaction together with that stream's cursor (the last stream ID stored) and the
+  event counters it bumps, so a process killed at any point resumes right after the last
+  committed batch of each stream; the unique ``stream_id`` (the entry ID, prefixed
+  ``s<shard>:`` for a shard: ``workers.events.stored_id``) makes a batch replayed by
+  anyone store nothing twice and count nothing twice.
 - **Nothing skipped silently.** The stream is bounded (``LOCKSTEP_EVENTS_MAXLEN``); if it
   was trimmed past the cursor while the ingester was away, events are gone. Every read
-  is taken in one MULTI with ``XINFO STREAM``, so the ingester knows how many entries the
+  is taken in one MULTI with ``XINFO STREAM`` of the same stream (one key: one slot, so
+  the MULTI is valid on Redis Cluster too), so the ingester knows how many entries the
   stream ever received (``entries-added``) and how many remain; with the cursor's
   ``position`` (entries ever added up to the cursor) that gives the exact number lost.
   The gap is then *recorded*: a synthetic ``events_lost`` Event (stream ID
-  ``lost:<first id still there>``, details ``after_id``, ``resumed_at_id``, ``lost``) is
+  ``lost:<stored id of the first entry still there>``, details ``after_id``,
+  ``resumed_at_id``, ``lost``, and ``stream`` for a shard) is
   stored in the same transaction as the batch after it, and logged at ERROR level. The
   dashboard shows it like any other event; nothing else pretends the history is whole.
 - **Survives hiccups.** Redis or database errors never end the loop: it backs off
@@ -30,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -38,12 +51,13 @@ from typing import Any
 import redis
 from django.db import DatabaseError, InterfaceError, connection, transaction
 from django.db.models import F
+from redis.cluster import RedisCluster
 
 from dashboard.monitor.live import IDLE_PUSH_SECONDS, OVERVIEW_GROUP, Publisher
 from dashboard.monitor.models import Event, EventCounter, IngestCursor
 from workers import events as ev
 from workers import keys
-from workers.events import decode_event
+from workers.events import decode_event, event_shards_from_env, event_streams, stored_id
 from workers.outage import REDIS_DOWN, redis_outage
 from workers.redis_types import Entry, xread_entries
 
@@ -51,7 +65,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["IDLE_PUSH_SECONDS", "OVERVIEW_GROUP", "Ingester", "store_batch"]
 
-CURSOR = "events"
+CURSOR = "events"  # the cursor of ``ls:events``; a shard's cursor is named by its key
 EVENTS_LOST = "events_lost"
 BACKOFF_INITIAL = 0.5
 BACKOFF_MAX = 10.0
@@ -96,6 +110,8 @@ class StreamInfo:
     def parse(cls, reply: Any) -> StreamInfo | None:
         if not isinstance(reply, dict):  # no stream yet (XINFO answered an error)
             return None
+        # Keys are bytes when redis-py left the reply unparsed (a cluster MULTI).
+        reply = {_text(k): v for k, v in reply.items()}
         first = reply.get("first-entry")
         return cls(
             length=int(reply["length"]),
@@ -160,36 +176,47 @@ def next_cursor(
     return Cursor(last_id, position)
 
 
-def load_cursor() -> Cursor:
+def cursor_name(stream: str) -> str:
+    """The ``IngestCursor`` of ``stream``: ``events`` for ``ls:events`` (the name it had
+    before sharding, so an upgraded deployment resumes where it was), else the key."""
+    return CURSOR if stream == keys.EVENTS else stream
+
+
+def load_cursor(stream: str = keys.EVENTS) -> Cursor:
     row, _ = IngestCursor.objects.get_or_create(
-        name=CURSOR, defaults={"last_id": "0-0", "position": 0}
+        name=cursor_name(stream), defaults={"last_id": "0-0", "position": 0}
     )
     return Cursor(row.last_id, row.position)
 
 
 def store_batch(
-    entries: list[Entry], cursor: Cursor | None = None, info: StreamInfo | None = None
+    entries: list[Entry],
+    cursor: Cursor | None = None,
+    info: StreamInfo | None = None,
+    stream: str = keys.EVENTS,
 ) -> StoredBatch:
-    """Store one batch read after ``cursor`` (with the gap before it, if any), bump the
-    counters and advance the cursor, all in one transaction."""
-    cursor = cursor or load_cursor()
+    """Store one batch read from ``stream`` after ``cursor`` (with the gap before it, if
+    any), bump the counters and advance the stream's cursor, all in one transaction."""
+    cursor = cursor or load_cursor(stream)
     gap = find_gap(info, cursor)
     after = next_cursor(cursor, info, gap, entries)
-    rows = [_row(decode_event(entry_id, raw)) for entry_id, raw in entries]
+    rows = [_row(stream, decode_event(entry_id, raw)) for entry_id, raw in entries]
     if gap is not None:
-        rows.insert(0, _lost_row(gap))
+        rows.insert(0, _lost_row(stream, gap))
     with transaction.atomic():
         known = _known_ids([r.stream_id for r in rows])
         new_rows = [r for r in rows if r.stream_id not in known]
         Event.objects.bulk_create(new_rows, ignore_conflicts=True, batch_size=500)
         _bump_counters(new_rows)
         IngestCursor.objects.update_or_create(
-            name=CURSOR, defaults={"last_id": after.last_id, "position": after.position}
+            name=cursor_name(stream),
+            defaults={"last_id": after.last_id, "position": after.position},
         )
     if gap is not None:
         log.error(
-            "event stream was trimmed past the ingester's cursor: %s events after %s "
+            "event stream %s was trimmed past the ingester's cursor: %s events after %s "
             "were lost (resumed at %s); recorded as an %s event",
+            stream,
             "an unknown number of" if gap.lost is None else gap.lost,
             gap.after_id,
             gap.resumed_at_id,
@@ -236,9 +263,9 @@ def _counted(row: Event) -> list[tuple[str, int]]:
     return [(name, 1)]
 
 
-def _row(event: dict[str, Any]) -> Event:
+def _row(stream: str, event: dict[str, Any]) -> Event:
     return Event(
-        stream_id=event["id"],
+        stream_id=stored_id(stream, event["id"]),
         type=event["type"][:40],
         ts=datetime.fromtimestamp(event["ts_ms"] / 1000.0, tz=UTC),
         topic=event["topic"][:128],
@@ -251,78 +278,129 @@ def _row(event: dict[str, Any]) -> Event:
     )
 
 
-def _lost_row(gap: Gap) -> Event:
+def _lost_row(stream: str, gap: Gap) -> Event:
+    details: dict[str, Any] = {
+        "after_id": gap.after_id,
+        "resumed_at_id": gap.resumed_at_id,
+        "lost": gap.lost,
+        "reason": "the event stream was trimmed (LOCKSTEP_EVENTS_MAXLEN) "
+        "past the ingester's cursor",
+    }
+    if stream != keys.EVENTS:
+        details["stream"] = stream
     return Event(
-        stream_id=f"lost:{gap.resumed_at_id}"[:40],
+        stream_id=f"lost:{stored_id(stream, gap.resumed_at_id)}"[:40],
         type=EVENTS_LOST,
         ts=datetime.now(tz=UTC),
-        details={
-            "after_id": gap.after_id,
-            "resumed_at_id": gap.resumed_at_id,
-            "lost": gap.lost,
-            "reason": "the event stream was trimmed (LOCKSTEP_EVENTS_MAXLEN) "
-            "past the ingester's cursor",
-        },
+        details=details,
     )
 
 
+def _read_entries(reply: Any) -> list[Entry]:
+    """The entries of a one-stream XREAD reply. redis-py parses it on a standalone
+    server; in a cluster MULTI it is left raw (a map of stream -> entries whose fields are
+    a flat list), so both shapes are taken."""
+    if isinstance(reply, dict):
+        reply = list(reply.items())
+    return [
+        (entry_id, raw if isinstance(raw, dict) else dict(zip(raw[::2], raw[1::2], strict=True)))
+        for entry_id, raw in xread_entries(reply)
+    ]
+
+
 class Ingester:
-    """Reads ``ls:events`` after the stored cursor, stores, publishes. One per deployment
-    (two would store each event once between them, but number their pushes apart)."""
+    """Reads every event stream after its stored cursor, stores, publishes. One per
+    deployment (two would store each event once between them, but number their pushes
+    apart). ``shards``: the shard count this process expects (None:
+    ``LOCKSTEP_EVENT_SHARDS``); shards registered by writers are read whatever it is."""
 
     def __init__(
-        self, client: redis.Redis, *, batch: int = 1000, push_interval: float = 0.5
+        self,
+        client: redis.Redis,
+        *,
+        batch: int = 1000,
+        push_interval: float = 0.5,
+        shards: int | None = None,
     ) -> None:
         self.client = client
         self.batch = batch
+        # Read once: a bad LOCKSTEP_EVENT_SHARDS stops the ingester at start, loudly.
+        self.shards = event_shards_from_env() if shards is None else shards
         self.publisher = Publisher(client, push_interval)
         self.stored = 0
-        self._cursor: Cursor | None = None  # None: read it from the database first
+        # Per stream; a stream missing: read its cursor from the database first.
+        self._cursors: dict[str, Cursor] = {}
 
     @property
     def seq(self) -> int:
         return self.publisher.seq
 
+    def streams(self) -> list[str]:
+        """The streams this pass reads (``workers.events.event_streams``)."""
+        return event_streams(self.client, self.shards)
+
     def run_once(self, block_ms: int = 200) -> int:
-        """Read and store one batch after the cursor; returns how many entries were read.
-        When there is nothing new, waits up to ``block_ms`` for something to arrive."""
-        if self._cursor is None:
-            self._cursor = load_cursor()
-        info, entries = self._read(self._cursor.last_id)
-        if not entries and find_gap(info, self._cursor) is None:
-            self._sync_position(info)
-            if block_ms:  # (0 would block forever)
-                self.client.xread({keys.EVENTS: self._cursor.last_id}, count=1, block=block_ms)
+        """Read and store one batch after the cursor of each stream; returns how many
+        entries were read. When there was nothing new in any, waits up to ``block_ms`` for
+        something to arrive."""
+        streams = self.streams()
+        read = 0
+        for stream in streams:
+            read += self._ingest(stream)
+        if not read and block_ms:  # (0 would block forever)
+            self._wait(streams, block_ms)
+        return read
+
+    def _ingest(self, stream: str) -> int:
+        cursor = self._cursors.get(stream)
+        if cursor is None:
+            cursor = self._cursors[stream] = load_cursor(stream)
+        info, entries = self._read(stream, cursor.last_id)
+        if not entries and find_gap(info, cursor) is None:
+            self._sync_position(stream, info)
             return 0
         try:
-            batch = store_batch(entries, self._cursor, info)
+            batch = store_batch(entries, cursor, info, stream)
         except Exception:
-            self._cursor = None  # the transaction rolled back: trust only the database
+            self._cursors.clear()  # the transaction rolled back: trust only the database
             raise
-        self._cursor = batch.cursor
+        self._cursors[stream] = batch.cursor
         self.stored += sum(1 for r in batch.new_rows if r.type != EVENTS_LOST)
-        self.publisher.record(batch.new_rows, batch.cursor.last_id)
+        self.publisher.record(batch.new_rows, stored_id(stream, batch.cursor.last_id))
         return len(entries)
 
-    def _sync_position(self, info: StreamInfo | None) -> None:
+    def _wait(self, streams: list[str], block_ms: int) -> None:
+        """Until something arrives in any stream, at most ``block_ms``. A blocking XREAD of
+        several keys is one command over several slots, which Redis Cluster refuses: there
+        (and only there) the wait is a plain sleep."""
+        after: dict[Any, Any] = {s: self._cursors[s].last_id for s in streams if s in self._cursors}
+        if not after:
+            return
+        if len(after) > 1 and isinstance(self.client, RedisCluster):
+            time.sleep(block_ms / 1000)
+            return
+        self.client.xread(after, count=1, block=block_ms)
+
+    def _sync_position(self, stream: str, info: StreamInfo | None) -> None:
         """Caught up: make the stored position exact if it was not (an old cursor)."""
-        assert self._cursor is not None
+        cursor = self._cursors[stream]
         if (
             info is not None
             and info.entries_added is not None
-            and self._cursor.last_id == info.last_generated_id
-            and self._cursor.position != info.entries_added
+            and cursor.last_id == info.last_generated_id
+            and cursor.position != info.entries_added
         ):
-            self._cursor = store_batch([], self._cursor, info).cursor
+            self._cursors[stream] = store_batch([], cursor, info, stream).cursor
 
-    def _read(self, after: str) -> tuple[StreamInfo | None, list[Entry]]:
+    def _read(self, stream: str, after: str) -> tuple[StreamInfo | None, list[Entry]]:
+        # One key, so one slot: a MULTI Redis Cluster accepts.
         pipe = self.client.pipeline(transaction=True)
-        pipe.xinfo_stream(keys.EVENTS)
-        pipe.xread({keys.EVENTS: after}, count=self.batch)
+        pipe.xinfo_stream(stream)
+        pipe.xread({stream: after}, count=self.batch)
         info_reply, read_reply = pipe.execute(raise_on_error=False)
         if isinstance(read_reply, Exception):
             raise read_reply
-        return StreamInfo.parse(info_reply), xread_entries(read_reply)
+        return StreamInfo.parse(info_reply), _read_entries(read_reply)
 
     def maybe_push(self) -> bool:
         if not self.publisher.due():
@@ -364,7 +442,7 @@ class Ingester:
                 if failing:
                     log.warning(
                         "ingester: recovered; stored up to %s",
-                        self._cursor.last_id if self._cursor else "?",
+                        {s: c.last_id for s, c in self._cursors.items()} or "?",
                     )
                     failing = False
                 backoff = BACKOFF_INITIAL
@@ -374,6 +452,6 @@ class Ingester:
             backoff = min(backoff * 2, BACKOFF_MAX)
 
     def _reset_after_error(self) -> None:
-        self._cursor = None
+        self._cursors.clear()
         with contextlib.suppress(DatabaseError, InterfaceError):
             connection.close()  # a broken connection is replaced on next use

@@ -16,8 +16,7 @@ import redis
 from tests.dashboard.helpers import wait_until
 from tests.dashboard.web_processes import WebSide, stream_ids
 from workers import events as ev
-from workers import keys
-from workers.events import EventLog
+from workers.events import EventLog, count_events
 
 LOAD_SECONDS = 7.0
 KILLS = 2
@@ -84,7 +83,7 @@ def test_it_stores_every_event_exactly_once_although_killed_mid_stream(
             time.sleep(0.3)  # events pile up while it is down
             web.start("ingester", "--batch", "250")
         time.sleep(max(0.0, LOAD_SECONDS - 2.0))
-    total = redis_client.xlen(keys.EVENTS)
+    total = count_events(redis_client)
     assert total == load.emitted
 
     final = wait_until(web.stored_count, lambda n: n >= total, timeout=60)

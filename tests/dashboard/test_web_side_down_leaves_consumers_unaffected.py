@@ -12,7 +12,7 @@ import redis
 from bench.common import ConsumerProcess, committed_total, load_topic
 from tests.dashboard.helpers import wait_until
 from tests.dashboard.web_processes import SLEEP_5MS, WebSide, stream_ids
-from workers import keys
+from workers.events import count_events
 
 QUEUES = 8
 BACKLOG = 40_000  # more than the consumer can finish during the test (~1,500 msg/s)
@@ -51,9 +51,9 @@ def test_it_keeps_consumers_at_full_speed_and_stores_their_events_afterwards(
         with_web = _commit_rate(redis_client, WINDOW_S)
         web.stop("ingester")
         web.stop("web")
-        stopped_at = redis_client.xlen(keys.EVENTS)
+        stopped_at = count_events(redis_client)
         without_web = _commit_rate(redis_client, WINDOW_S)
-        emitted_while_down = redis_client.xlen(keys.EVENTS) - stopped_at
+        emitted_while_down = count_events(redis_client) - stopped_at
         consumer.sample()  # raises if the consumer died
         web.start("web")
         web.start("ingester")
@@ -63,7 +63,7 @@ def test_it_keeps_consumers_at_full_speed_and_stores_their_events_afterwards(
         errors = consumer.stderr(limit=20_000)
         consumer.stop()
 
-    total = redis_client.xlen(keys.EVENTS)
+    total = count_events(redis_client)
     stored = wait_until(web.stored_count, lambda n: n >= total, timeout=30)
     web.stop_all()
 

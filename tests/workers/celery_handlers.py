@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import redis
 
 from workers import ConsumeContext, ConsumeStatus, Message
+from workers.connection import connect
 
 _client: redis.Redis | None = None
 
@@ -15,7 +16,7 @@ _client: redis.Redis | None = None
 def record(messages: Sequence[Message], ctx: ConsumeContext) -> ConsumeStatus:
     global _client
     if _client is None:
-        _client = redis.Redis.from_url(os.environ["REDIS_URL"])
+        _client = connect(os.environ["REDIS_URL"])  # a standalone server or a cluster
     pipe = _client.pipeline(transaction=False)
     for m in messages:
         pipe.rpush(f"handled:{m.key}", int(m.body))

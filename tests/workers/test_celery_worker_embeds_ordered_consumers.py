@@ -1,4 +1,8 @@
-"""A real Celery worker, started with the Lockstep bootstep, consumes a topic in order."""
+"""A real Celery worker, started with the Lockstep bootstep, consumes a topic in order.
+
+Its broker is always the suite's standalone redis-server (Celery speaks only to a
+standalone Redis); Lockstep's data is on ``redis_url``, which ``tests/workers/cluster``
+turns into a Redis Cluster."""
 
 from __future__ import annotations
 
@@ -13,17 +17,18 @@ from pathlib import Path
 import redis
 
 from workers import Producer, create_topic
-from workers.events import decode_event
-from workers.redis_types import entries
+from workers.events import read_all_events
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _start_worker(redis_url: str, tmp_path: Path) -> subprocess.Popen[bytes]:
+def _start_worker(redis_url: str, broker_url: str, tmp_path: Path) -> subprocess.Popen[bytes]:
     env = dict(os.environ)
     env.update(
         {
             "REDIS_URL": redis_url,
+            "CELERY_BROKER_URL": broker_url,
+            "CHANNELS_REDIS_URL": broker_url,
             "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
             "PYTHONPATH": str(ROOT),
             "LOCKSTEP_SUBSCRIPTIONS": json.dumps(
@@ -72,10 +77,10 @@ def _wait_handled(client: redis.Redis, keys: list[str], per_key: int, timeout: f
 
 
 def test_it_consumes_every_key_in_order_inside_a_celery_worker(
-    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+    redis_url: str, standalone_redis_url: str, redis_client: redis.Redis, tmp_path: Path
 ) -> None:
     create_topic(redis_client, "orders", 8)
-    worker = _start_worker(redis_url, tmp_path)
+    worker = _start_worker(redis_url, standalone_redis_url, tmp_path)
     try:
         producer = Producer(redis_url)
         keys = [f"order-{i}" for i in range(12)]
@@ -94,7 +99,7 @@ def test_it_consumes_every_key_in_order_inside_a_celery_worker(
     assert worker.returncode == 0, output
     assert "lockstep: consumer" in output
 
-    events = [decode_event(i, f) for i, f in entries(redis_client.xrange("ls:events"))]
+    events = read_all_events(redis_client)
     released = {e["queue"] for e in events if e["type"] == "lock_released"}
     assert released == set(range(8)), "a stopping worker releases every queue it held"
     for q in range(8):

@@ -195,10 +195,11 @@
     return tr;
   }
 
-  // Stream IDs ("<ms>-<seq>", the ingester's own events prefixed "<name>:") in stored
-  // order: by time, then sequence. As numbers, not strings ("9-0" is older than "10-0").
+  // Stream IDs ("<ms>-<seq>"; an event shard's prefixed "s<shard>:", the ingester's own
+  // events "<name>:" too) in stored order: by time, then sequence. As numbers, not strings
+  // ("9-0" is older than "10-0"). A queue's events all come from one shard.
   function idParts(id) {
-    return String(id).replace(/^[a-z_]+:/, "").split("-").map(Number);
+    return String(id).replace(/^.*:/, "").split("-").map(Number);
   }
 
   function compareIds(a, b) {
