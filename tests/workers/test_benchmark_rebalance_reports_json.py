@@ -1,7 +1,9 @@
-"""``manage.py benchmark rebalance --consumers 6 --queues 16 --json`` runs real consumers in
-the test process against the benchmark's own redis-server and prints one JSON object: the
-convergence of the start and of each change, the most queues ever owned twice (by memory
-and by the Redis locks), and the steady-state command rates of three configurations."""
+"""``manage.py benchmark rebalance --consumers 6 --queues 16 --json`` runs the runtime's
+subscription runners, spread over child processes, against the benchmark's own
+redis-server and prints one JSON object: the convergence of the start and of each change,
+the most queues ever owned twice (by the workers' ownership intervals and by the Redis
+locks), and the steady-state command rates of three configurations. The consumers' queue
+workers are idle ones (no stream reads, bench/rebalance_fleet.py)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ CHANGE_FIELDS = {
     "converge_intervals",
     "queues_moved",
     "stayed_converged",
+    "after_act_s",
+    "after_act_intervals",
 }
 STEADY_FIELDS = {
     "consumers",
@@ -39,6 +43,7 @@ def test_it_reports_convergence_double_ownership_and_command_rates_as_json(
 ) -> None:
     # The rates of a group this small settle within a couple of seconds.
     monkeypatch.setattr(rebalance, "STEADY_WINDOW_S", 2.0)
+    monkeypatch.setenv(rebalance.PROCESSES_ENV, "2")
     out = StringIO()
 
     call_command(
@@ -56,12 +61,26 @@ def test_it_reports_convergence_double_ownership_and_command_rates_as_json(
     assert result["all_converged"] is True
     assert result["double_owned_max"] == 0
     assert result["double_owned_max_by_source"] == {"memory": 0, "redis_locks": 0}
+    assert result["double_owned_s"] == 0
+    assert result["processes"] == 2
+    assert result["timings_scale"] == 10
+    # Every configuration's workers recorded ownership and ended by hand-over.
+    assert all(cfg["workers_ended_by_reason"].get("shutdown") for cfg in result["configurations"])
+    assert result["stale_overlap_max"] == 0
+    assert result["timings"]["rebalance_interval_s"] == rebalance.TIMINGS.rebalance_interval_s
     steady = result["steady_state"]
     assert [(s["consumers"], s["queues"]) for s in steady] == [(6, 16), (6, 4), (1, 16)]
     assert all(set(s) >= STEADY_FIELDS for s in steady)
     assert all(s["cmds_per_s"] > 0 and s["stayed_converged"] for s in steady)
-    # Every idle queue is read and its lock renewed: the main run sends the most.
-    assert steady[0]["cmds_per_s_by_command"]["xread"] > steady[1]["cmds_per_s_by_command"]["xread"]
+    # Every held lock is renewed (lock.lua's HSET): the main run, with the most queues,
+    # renews the most. Its idle queue workers read no stream.
+    assert result["queue_workers"] == "idle (no stream reads)"
+    assert steady[0]["cmds_per_s_by_command"]["hset"] > steady[1]["cmds_per_s_by_command"]["hset"]
+    assert "xread" not in steady[0]["cmds_per_s_by_command"]
+    # No consumer card (SET + SADD) and no event log (XADD): the consumers are bare
+    # subscription runners.
+    assert not {"set", "sadd", "xadd"} & set(steady[0]["cmds_per_s_by_command"])
+    assert all(s["fleet_processes_cpu_cores"] > 0 for s in steady)
     assert set(result["scaling"]["fit"]) == {"per_queue", "per_consumer", "per_consumer_queue"}
     assert result["peak_rss_mb"] > 0
     assert set(result["targets_met"]) == set(result["targets"])

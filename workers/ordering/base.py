@@ -140,6 +140,8 @@ class QueueWorker(ABC):
         self.stop_reason = ""
         self.next_fetch = 0  # the next offset to read from the stream
         self._stopping = threading.Event()
+        # Set by every renewal and drop: what a worker with a stale lock waits for.
+        self._wake = threading.Event()
         self._release_lock = True
         # IDs of foreign entries at or above ``next_fetch`` already handed out: a read
         # from ``next_fetch`` returns them again, and they must be dead-lettered once.
@@ -181,6 +183,7 @@ class QueueWorker(ABC):
             self.stop_reason = reason
             self._release_lock = release_lock
             self._stopping.set()
+            self._wake.set()
 
     def abandon(self, reason: str) -> None:
         """Stop without writing anything more and without unlocking, also when already
@@ -191,6 +194,7 @@ class QueueWorker(ABC):
             self.stop_reason = reason
         self._release_lock = False
         self._stopping.set()
+        self._wake.set()
 
     def redis_failed(self, exc: BaseException) -> None:
         """A Redis call of this queue failed because Redis is unreachable: told once per
@@ -225,6 +229,7 @@ class QueueWorker(ABC):
 
     def renewed(self, at: float) -> None:
         self.last_locked = at
+        self._wake.set()
 
     def lock_valid(self) -> bool:
         if self.token is None:  # broadcasting: no locks
@@ -237,7 +242,9 @@ class QueueWorker(ABC):
         if self.lock_valid():
             return False
         self.state = "lock_expired"
-        self._stopping.wait(0.05)
+        self._wake.clear()
+        if not self.lock_valid() and not self._stopping.is_set():
+            self._wake.wait(self.env.timings.lock_renew_interval_s)
         return True
 
     @property

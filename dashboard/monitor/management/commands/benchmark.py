@@ -89,6 +89,13 @@ class Command(BaseCommand):
             default=None,
             help="rebalance: queues of the topic in the full configuration (1024; at least 4)",
         )
+        parser.add_argument(
+            "--processes",
+            type=int,
+            default=None,
+            help="rebalance: processes the consumers are spread over "
+            "(BENCH_REBALANCE_PROCESSES, else 4)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         messages = options["messages"]
@@ -159,7 +166,10 @@ def _rebalance(options: dict[str, Any]) -> dict[str, Any]:
         raise CommandError("--consumers must be at least 4")
     if queues < 4:
         raise CommandError("--queues must be at least 4")
-    return rebalance.run(consumers, queues, options["repeats"] or 1)
+    processes = options["processes"]
+    if processes is not None and processes < 1:
+        raise CommandError("--processes must be at least 1")
+    return rebalance.run(consumers, queues, options["repeats"] or 1, processes)
 
 
 def _analytics(options: dict[str, Any]) -> dict[str, Any]:
