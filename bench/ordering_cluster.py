@@ -12,6 +12,7 @@ order by the bench handlers, and the run reports the order violations (must be 0
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Iterator
@@ -66,6 +67,9 @@ def run(
     runs: dict[str, list[dict[str, Any]]] = {t: [] for t in TARGETS}
     with private_redis() as standalone, _cluster(replicas) as cluster:
         urls = {"standalone": standalone, "cluster": cluster}
+        # The consumers' settings want a standalone Redis for Celery and Channels when
+        # REDIS_URL is a cluster (README, "Running on Redis Cluster"); they use neither.
+        os.environ["CELERY_BROKER_URL"] = os.environ["CHANNELS_REDIS_URL"] = standalone
         for r in range(repeats):
             for target in TARGETS if r % 2 == 0 else reversed(TARGETS):
                 runs[target].append(
