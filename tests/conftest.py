@@ -36,6 +36,21 @@ def local_redis_cluster() -> Iterator[LocalCluster]:
         yield cluster
 
 
+@pytest.fixture(params=["standalone", "cluster"])
+def redis_on_either(request: pytest.FixtureRequest, redis_url: str) -> Iterator[redis.Redis]:
+    """A flushed client, once on the standalone server and once on the local Redis
+    Cluster: for tests of one behaviour that differs in how it reaches the two."""
+    url = redis_url
+    if request.param == "cluster":
+        cluster: LocalCluster = request.getfixturevalue("local_redis_cluster")
+        cluster.wait_healthy()
+        url = cluster.url
+    client = connect(url)
+    client.flushall()
+    yield client
+    client.close()
+
+
 @pytest.fixture
 def redis_client(redis_url: str) -> Iterator[redis.Redis]:
     """A client on a flushed database: every test starts from an empty Redis (on a

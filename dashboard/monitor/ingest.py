@@ -51,12 +51,12 @@ from typing import Any
 import redis
 from django.db import DatabaseError, InterfaceError, connection, transaction
 from django.db.models import F
-from redis.cluster import RedisCluster
 
 from dashboard.monitor.live import IDLE_PUSH_SECONDS, OVERVIEW_GROUP, Publisher
 from dashboard.monitor.models import Event, EventCounter, IngestCursor
 from workers import events as ev
 from workers import keys
+from workers.connection import cluster_of
 from workers.events import decode_event, event_shards_from_env, event_streams, stored_id
 from workers.outage import REDIS_DOWN, redis_outage
 from workers.redis_types import Entry, xread_entries
@@ -376,7 +376,7 @@ class Ingester:
         after: dict[Any, Any] = {s: self._cursors[s].last_id for s in streams if s in self._cursors}
         if not after:
             return
-        if len(after) > 1 and isinstance(self.client, RedisCluster):
+        if len(after) > 1 and cluster_of(self.client) is not None:
             time.sleep(block_ms / 1000)
             return
         self.client.xread(after, count=1, block=block_ms)

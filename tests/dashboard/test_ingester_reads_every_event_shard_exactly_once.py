@@ -7,17 +7,14 @@ registered, and it works on a Redis Cluster (each read's MULTI holds one stream 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
 
 import pytest
 import redis
 
 from dashboard.monitor.ingest import EVENTS_LOST, Ingester
 from dashboard.monitor.models import Event, IngestCursor
-from tests.support import LocalCluster
 from workers import events as ev
 from workers import keys
-from workers.connection import connect
 from workers.events import read_all_events, shard_streams
 from workers.redis_types import entries
 
@@ -27,17 +24,9 @@ TOPICS = ("orders", "payments", "mail")
 QUEUES = 8
 
 
-@pytest.fixture(params=["standalone", "cluster"])
-def client(request: pytest.FixtureRequest, redis_url: str) -> Iterator[redis.Redis]:
-    url = redis_url
-    if request.param == "cluster":
-        cluster: LocalCluster = request.getfixturevalue("local_redis_cluster")
-        cluster.wait_healthy()
-        url = cluster.url
-    c = connect(url)
-    c.flushall()
-    yield c
-    c.close()
+@pytest.fixture
+def client(redis_on_either: redis.Redis) -> redis.Redis:
+    return redis_on_either
 
 
 def _write(client: redis.Redis, rounds: range, shards: int | None = None) -> None:

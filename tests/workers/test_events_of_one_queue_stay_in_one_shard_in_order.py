@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import zlib
 from collections import defaultdict
-from collections.abc import Iterator
 from typing import cast
 
 import pytest
 import redis
 
-from tests.support import LocalCluster
 from workers import events as ev
 from workers import keys
-from workers.connection import connect
 from workers.events import EventLog, decode_event, read_all_events, shard_streams
 from workers.redis_types import entries
 
@@ -27,17 +24,9 @@ QUEUES = 8
 PER_QUEUE = 25
 
 
-@pytest.fixture(params=["standalone", "cluster"])
-def client(request: pytest.FixtureRequest, redis_url: str) -> Iterator[redis.Redis]:
-    url = redis_url
-    if request.param == "cluster":
-        cluster: LocalCluster = request.getfixturevalue("local_redis_cluster")
-        cluster.wait_healthy()
-        url = cluster.url
-    c = connect(url)
-    c.flushall()
-    yield c
-    c.close()
+@pytest.fixture
+def client(redis_on_either: redis.Redis) -> redis.Redis:
+    return redis_on_either
 
 
 def _shard(basis: str) -> str:
