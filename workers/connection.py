@@ -19,6 +19,7 @@ from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
+from redis.client import Pipeline
 from redis.cluster import RedisCluster
 
 from workers.env import env_bool
@@ -92,3 +93,28 @@ def refresh_layout(cluster: RedisCluster) -> None:
     the producer's WAIT). A failure here is left to the caller's own error."""
     with contextlib.suppress(redis.RedisError):
         cluster.nodes_manager.initialize()
+
+
+def node_client(client: redis.Redis, key: str) -> redis.Redis:
+    """The client that talks straight to the server holding ``key``'s slot: ``client``
+    itself on a standalone server, the node's own client on a cluster. For what must go
+    on one connection or in one plain pipeline (a batch of scripts, WAIT after a write),
+    which the cluster client refuses or would spread over connections. Run its
+    pipelines with ``execute_on_node``; a MOVED/ASK reply in them is not followed."""
+    cluster = cluster_of(client)
+    if cluster is None:
+        return client
+    return cluster.get_redis_connection(cluster.get_node_from_key(key))
+
+
+def execute_on_node(client: redis.Redis, pipe: Pipeline) -> list[Any]:
+    """``pipe`` (of a ``node_client`` of ``client``) executed, each command's error in its
+    reply. A connection that fails makes a cluster client re-read the layout, as it does
+    itself for its own calls, so the next call finds a promoted replica."""
+    try:
+        return list(pipe.execute(raise_on_error=False))
+    except (redis.ConnectionError, redis.TimeoutError):
+        cluster = cluster_of(client)
+        if cluster is not None:
+            refresh_layout(cluster)
+        raise

@@ -21,7 +21,14 @@ from redis.retry import Retry
 
 from workers import keys
 from workers.config import Limits, SendOptions
-from workers.connection import cluster_of, connect, is_cluster, refresh_layout
+from workers.connection import (
+    cluster_of,
+    connect,
+    execute_on_node,
+    is_cluster,
+    node_client,
+    refresh_layout,
+)
 from workers.errors import ConfigurationError, InvalidMessageError, SendError
 from workers.hashing import queue_for_key
 from workers.message import IDEMPOTENCY_KEY_HEADER
@@ -190,19 +197,11 @@ class Producer:
         """The produce script and WAIT on one connection of the node serving the queue
         (WAIT counts the replicas that have this connection's writes), in one round trip.
         Raises ``SendError`` (maybe stored) when fewer replicas acknowledged in time."""
-        cluster = cluster_of(self._client)
-        node = self._client
-        if cluster is not None:
-            node = cluster.get_redis_connection(cluster.get_node_from_key(redis_keys[0]))
-        pipe = node.pipeline(transaction=False)
+        pipe = node_client(self._client, redis_keys[0]).pipeline(transaction=False)
         self._produce(keys=redis_keys, args=args, client=pipe)
         pipe.execute_command("WAIT", self._options.wait_replicas, self._options.wait_timeout_ms)
-        try:
-            produced, acked = pipe.execute(raise_on_error=False)
-        except (redis.ConnectionError, redis.TimeoutError):
-            if cluster is not None:
-                refresh_layout(cluster)
-            raise
+        produced, acked = execute_on_node(self._client, pipe)
+        cluster = cluster_of(self._client)
         if isinstance(produced, AskError) and cluster is not None:
             refresh_layout(cluster)  # the slot moved (a failover): ask the cluster again
         if isinstance(produced, Exception):

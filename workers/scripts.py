@@ -15,7 +15,7 @@ import redis
 from redis.commands.core import Script
 from redis.exceptions import AskError
 
-from workers.connection import cluster_of, refresh_layout
+from workers.connection import execute_on_node, node_client
 
 _LUA_DIR = Path(__file__).with_name("lua")
 _PRELUDE_MARKER = "-- Prelude: "
@@ -52,36 +52,19 @@ def run_batch(
     the node serving its keys' slot; a call whose slot moved meanwhile (MOVED, ASK) is
     sent again through the cluster client, which follows the redirection. Each call must
     keep its own keys within one slot (docs/cluster.md)."""
-    cluster = cluster_of(client)
-    if cluster is None:
-        pipe = client.pipeline(transaction=False)
-        for keys, args in calls:
-            script_(keys=list(keys), args=list(args), client=pipe)
-        return list(pipe.execute())
     replies: list[Any] = [None] * len(calls)
-    by_node: dict[str, list[int]] = {}
-    nodes = {}
+    by_node: dict[redis.Redis, list[int]] = {}
     for index, (keys, _) in enumerate(calls):
-        node = cluster.get_node_from_key(keys[0])
-        nodes[node.name] = node
-        by_node.setdefault(node.name, []).append(index)
-    for name, indexes in by_node.items():
-        node_client = cluster.get_redis_connection(nodes[name])
-        pipe = node_client.pipeline(transaction=False)
+        by_node.setdefault(node_client(client, keys[0]), []).append(index)
+    for node, indexes in by_node.items():
+        pipe = node.pipeline(transaction=False)
         for index in indexes:
             keys, args = calls[index]
             script_(keys=list(keys), args=list(args), client=pipe)
-        try:
-            results = pipe.execute(raise_on_error=False)
-        except (redis.ConnectionError, redis.TimeoutError):
-            # What the cluster client does on a dead node: re-read the layout, so the
-            # next call finds the promoted replica.
-            refresh_layout(cluster)
-            raise
-        for index, result in zip(indexes, results, strict=True):
+        for index, result in zip(indexes, execute_on_node(client, pipe), strict=True):
             if isinstance(result, AskError):  # MovedError is an AskError
                 keys, args = calls[index]
-                result = script_(keys=list(keys), args=list(args))
+                result = script_(keys=list(keys), args=list(args))  # follows the redirect
             elif isinstance(result, Exception):
                 raise result
             replies[index] = result
