@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from bench.common import load_topic, private_redis
+from bench.local_cluster import redis_cluster
 from bench.ordering import KEY_COUNT, LANES, NOOP, NOOP_BATCH, QUEUES, SLEEP, consume_case
 from workers.connection import connect
 
@@ -28,8 +29,6 @@ TARGETS = ("standalone", "cluster")
 
 @contextmanager
 def _cluster(replicas: int) -> Iterator[str]:
-    from tests.support import redis_cluster
-
     with redis_cluster(masters=3, replicas=replicas) as cluster:
         yield cluster.url
 
