@@ -1,7 +1,7 @@
 # Lockstep: `make run` starts everything; `make test` sets up and runs the whole suite.
 PY := .venv/bin/python
 export PYTHONPATH := $(CURDIR)
-export DJANGO_SETTINGS_MODULE := dashboard.settings
+export DJANGO_SETTINGS_MODULE := lockstep.dashboard.settings
 
 .PHONY: setup setup-test run test lint audit typecheck format bench
 

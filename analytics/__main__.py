@@ -1,7 +1,7 @@
 """Run the job on one day of a data set without Django, e.g. through spark-submit on a
 cluster (docs/analytics.md §5)::
 
-    python -m analytics --uri hdfs://nn:8020/lockstep --date 2026-11-23 --master spark://host:7077
+    python -m lockstep.analytics --uri hdfs://nn:8020/lockstep --date 2026-11-23 --master spark://host:7077
     spark-submit --master spark://host:7077 analytics/__main__.py --uri ... --date ...
 
 Prints the job's result as JSON on stdout (times in ISO 8601, UTC).
@@ -15,7 +15,7 @@ import json
 import sys
 from datetime import date
 
-from analytics.job import (
+from lockstep.analytics.job import (
     DEFAULT_LAG_THRESHOLD_S,
     DEFAULT_MAX_SAMPLE_GAP_S,
     DEFAULT_STUCK_SECONDS,
@@ -23,7 +23,7 @@ from analytics.job import (
     JobOptions,
     run_job,
 )
-from analytics.session import DEFAULT_SHUFFLE_PARTITIONS, SessionOptions, spark_session
+from lockstep.analytics.session import DEFAULT_SHUFFLE_PARTITIONS, SessionOptions, spark_session
 
 
 def _day(text: str) -> date:
@@ -34,7 +34,7 @@ def _day(text: str) -> date:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m analytics", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m lockstep.analytics", description=__doc__)
     p.add_argument("--uri", required=True, help="the data location (a folder or a URI)")
     p.add_argument("--date", required=True, type=_day, help="the UTC day, YYYY-MM-DD")
     p.add_argument("--master", default=None, help="Spark master URL (default local[*])")

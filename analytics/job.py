@@ -9,8 +9,8 @@ from datetime import date
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from analytics import load, transform
-from analytics.extract import DayData, read_day
+from lockstep.analytics import load, transform
+from lockstep.analytics.extract import DayData, read_day
 
 # The live view's default (LOCKSTEP_STUCK_AFTER_SECONDS) and the lag alert's
 # (LOCKSTEP_ALERT_LAG_SECONDS); the Django side passes its settings.

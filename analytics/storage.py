@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from analytics.layout import TIME_COLUMN, Partition, arrow_schema, day_path, join_uri
+from lockstep.analytics.layout import TIME_COLUMN, Partition, arrow_schema, day_path, join_uri
 
 _MS_PER_HOUR = 3_600_000
 

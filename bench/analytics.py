@@ -38,12 +38,12 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from pyspark.sql import SparkSession
 
-from analytics.job import JobOptions, JobResult, run_job
-from analytics.layout import DATA_SETS, join_uri, spark_schema
-from analytics.session import SessionOptions, spark_session
-from analytics.storage import day_uri, filesystem
 from bench.analytics_data import MIN_ROWS, generate, planted
 from bench.analytics_data.topology import KEYS
+from lockstep.analytics.job import JobOptions, JobResult, run_job
+from lockstep.analytics.layout import DATA_SETS, join_uri, spark_schema
+from lockstep.analytics.session import SessionOptions, spark_session
+from lockstep.analytics.storage import day_uri, filesystem
 
 DEFAULT_EVENTS = 10_000_000
 APP_NAME = "lockstep-bench-analytics"

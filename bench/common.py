@@ -16,10 +16,10 @@ from pathlib import Path
 
 import redis
 
-from workers import keys
-from workers.connection import connect
-from workers.refs import QueueRef
-from workers.topics import create_topic
+from lockstep.workers import keys
+from lockstep.workers.connection import connect
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import create_topic
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,8 +72,8 @@ def load_topic(
     body: bytes = b"x" * 100,
 ) -> None:
     """Fill ``topic`` fast (batched produce script calls), keys spread by stable hash."""
-    from workers.hashing import queue_for_key
-    from workers.scripts import run_batch, script
+    from lockstep.workers.hashing import queue_for_key
+    from lockstep.workers.scripts import run_batch, script
 
     create_topic(client, topic, queues)
     produce = script(client, "produce")

@@ -50,7 +50,7 @@ import redis
 from bench.common import ROOT, ConsumerProcess, committed_total, load_topic, private_redis
 from bench.ordering import consume_case
 from bench.ws_client import WebSocket
-from workers import events as ev
+from lockstep.workers import events as ev
 
 QUEUES = 8
 KEY_COUNT = 4000
@@ -262,9 +262,9 @@ def _ingest_main(total: int) -> None:
     django.setup()
     from django.core.management import call_command
 
-    from dashboard.monitor.ingest import Ingester
-    from dashboard.monitor.models import Event
-    from dashboard.monitor.redis_conn import get_redis
+    from lockstep.dashboard.monitor.ingest import Ingester
+    from lockstep.dashboard.monitor.models import Event
+    from lockstep.dashboard.monitor.redis_conn import get_redis
 
     call_command("migrate", verbosity=0, interactive=False)
     ingester = Ingester(get_redis())
@@ -424,7 +424,7 @@ def _django_env(url: str, tmp: Path, **extra: str) -> dict[str, str]:
     return {
         **os.environ,
         "PYTHONPATH": str(ROOT),
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "DJANGO_SETTINGS_MODULE": "lockstep.dashboard.settings",
         "REDIS_URL": url,
         "CHANNELS_REDIS_URL": url,
         "CELERY_BROKER_URL": url,
@@ -460,7 +460,7 @@ def _web_side(url: str, tmp: Path, user: str, password: str) -> Iterator[int]:
                 "127.0.0.1",
                 "-p",
                 str(port),
-                "dashboard.asgi:application",
+                "lockstep.dashboard.asgi:application",
             ],
             cwd=ROOT,
             env=env,

@@ -24,7 +24,7 @@ def django_env(redis_url: str, db_path: Path) -> dict[str, str]:
     return {
         **os.environ,
         "PYTHONPATH": str(ROOT),
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "DJANGO_SETTINGS_MODULE": "lockstep.dashboard.settings",
         "REDIS_URL": redis_url,
         "CHANNELS_REDIS_URL": redis_url,
         "CELERY_BROKER_URL": redis_url,

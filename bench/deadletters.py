@@ -33,13 +33,13 @@ from typing import Any
 import redis
 
 from bench.common import ROOT, private_redis
-from workers import keys
-from workers.broker import dead_letter_entry
-from workers.config import AfterDlq, Ordering, Subscription
-from workers.hashing import queue_for_key
-from workers.message import FailedAttempt, Message
-from workers.refs import QueueRef
-from workers.topics import create_topic, register_group
+from lockstep.workers import keys
+from lockstep.workers.broker import dead_letter_entry
+from lockstep.workers.config import AfterDlq, Ordering, Subscription
+from lockstep.workers.hashing import queue_for_key
+from lockstep.workers.message import FailedAttempt, Message
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import create_topic, register_group
 
 TOPIC, GROUP, QUEUES = "orders", "bench", 8
 KEY_COUNT = 5_000
@@ -122,7 +122,7 @@ def _measure_in_subprocess(url: str, count: int, repeats: int) -> dict[str, Any]
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "DJANGO_SETTINGS_MODULE": "lockstep.dashboard.settings",
         "REDIS_URL": url,
         "CHANNELS_REDIS_URL": url,
         "CELERY_BROKER_URL": url,
@@ -154,8 +154,8 @@ def _measure_main(count: int, repeats: int) -> None:
     django.setup()
     from django.core.management import call_command
 
-    from dashboard.deadletters.sync import sync_dead_letters
-    from dashboard.monitor.redis_conn import get_redis
+    from lockstep.dashboard.deadletters.sync import sync_dead_letters
+    from lockstep.dashboard.monitor.redis_conn import get_redis
 
     call_command("migrate", verbosity=0, interactive=False)
     client = get_redis()
@@ -186,9 +186,9 @@ def _time_pages(count: int, repeats: int) -> dict[str, dict[str, float]]:
     from django.contrib.auth.models import User
     from django.test import Client
 
-    from dashboard.deadletters.models import DeadLetter, Status
-    from dashboard.deadletters.queries import Cursor
-    from dashboard.deadletters.roles import VIEWER, grant_role
+    from lockstep.dashboard.deadletters.models import DeadLetter, Status
+    from lockstep.dashboard.deadletters.queries import Cursor
+    from lockstep.dashboard.deadletters.roles import VIEWER, grant_role
 
     DeadLetter.objects.filter(id__lte=count // 10).update(status=Status.DISCARDED)
     user = User.objects.create_user("bench-viewer", password="bench-password-1")

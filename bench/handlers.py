@@ -26,8 +26,8 @@ from typing import Any
 import redis
 from redis.commands.core import Script
 
-from workers.connection import connect
-from workers.message import ConsumeContext, ConsumeStatus, Message
+from lockstep.workers.connection import connect
+from lockstep.workers.message import ConsumeContext, ConsumeStatus, Message
 
 # A typical I/O-bound handler (a database write or an HTTP call): 10 ms.
 IO_LATENCY_S = 0.01

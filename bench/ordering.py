@@ -29,14 +29,14 @@ import redis
 
 from bench.common import ConsumerProcess, committed_total, load_topic, private_redis
 from bench.handlers import IO_LATENCY_S, handled_key, stats_key
-from workers import keys
-from workers.connection import connect
-from workers.hashing import stable_hash
-from workers.lanes import lane_hash
-from workers.message import decode_entry, parse_offset
-from workers.offset_tracker import decode_ranges
-from workers.redis_types import as_bytes, entries
-from workers.refs import QueueRef
+from lockstep.workers import keys
+from lockstep.workers.connection import connect
+from lockstep.workers.hashing import stable_hash
+from lockstep.workers.lanes import lane_hash
+from lockstep.workers.message import decode_entry, parse_offset
+from lockstep.workers.offset_tracker import decode_ranges
+from lockstep.workers.redis_types import as_bytes, entries
+from lockstep.workers.refs import QueueRef
 
 QUEUES = 8
 KEY_COUNT = 4000
@@ -278,7 +278,7 @@ def queue_kill_case(url: str, messages: int, timeout: float = 120.0) -> dict[str
 def _queue_commit_interval_ms() -> int:
     """The runtime's default commit interval under queue ordering (0: a commit per batch,
     as before the interval existed)."""
-    from workers.config import Subscription
+    from lockstep.workers.config import Subscription
 
     return int(getattr(Subscription, "commit_interval_ms", 0))
 

@@ -22,7 +22,7 @@ from typing import Any
 from bench.common import load_topic, private_redis
 from bench.local_cluster import redis_cluster
 from bench.ordering import KEY_COUNT, LANES, NOOP, NOOP_BATCH, QUEUES, SLEEP, consume_case
-from workers.connection import connect
+from lockstep.workers.connection import connect
 
 TARGETS = ("standalone", "cluster")
 

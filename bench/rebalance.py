@@ -41,8 +41,8 @@ from bench.common import private_redis
 from bench.rebalance_fleet import TIMINGS, Fleet, allocation, timings
 from bench.rebalance_report import scaling, steady_state
 from bench.rebalance_sampler import SAMPLE_S, Sampler
-from workers import Timings, create_topic
-from workers.connection import connect
+from lockstep.workers import Timings, create_topic
+from lockstep.workers.connection import connect
 
 # Long enough for every periodic call (renewal 2 s, beat 0.5 s, poll 0.2 s) to run ten
 # times or more, so the rate does not depend on where the window starts.

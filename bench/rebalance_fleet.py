@@ -40,17 +40,17 @@ from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from typing import Any
 
-import workers.rebalance
+import lockstep.workers.rebalance
 from bench.handlers import noop
-from workers import Subscription, Timings
-from workers.allocation import AverageAllocation
-from workers.broker import Broker
-from workers.config import Model, Ordering
-from workers.events import EventLog
-from workers.ordering import QueueOrderingWorker, WorkerEnv
-from workers.outage import runtime_client
-from workers.rebalance import SubscriptionRunner
-from workers.refs import QueueRef
+from lockstep.workers import Subscription, Timings
+from lockstep.workers.allocation import AverageAllocation
+from lockstep.workers.broker import Broker
+from lockstep.workers.config import Model, Ordering
+from lockstep.workers.events import EventLog
+from lockstep.workers.ordering import QueueOrderingWorker, WorkerEnv
+from lockstep.workers.outage import runtime_client
+from lockstep.workers.rebalance import SubscriptionRunner
+from lockstep.workers.refs import QueueRef
 
 HANDLER = "bench.handlers.noop"
 # RocketMQ's 20 s rebalance / 20 s renewal / 30 s client expiry / 60 s lock TTL.
@@ -277,7 +277,7 @@ def serve(
     cls = RecordingWorker if real_workers else IdleQueueWorker
     # The runtime makes a queue's worker through ``workers.rebalance.worker_for``: this
     # process runs only the benchmark's consumers.
-    workers.rebalance.worker_for = cls
+    lockstep.workers.rebalance.worker_for = cls
     fleet = LocalFleet(url, sub, timings_)
     threading.Thread(target=_serve_probe, args=(probe, fleet), daemon=True).start()
     ctl.send("ready")

@@ -19,8 +19,8 @@ import redis
 
 from bench.rebalance_fleet import TIMINGS
 from bench.rebalance_sampler import Sampler
-from workers import Timings
-from workers.scripts import source
+from lockstep.workers import Timings
+from lockstep.workers.scripts import source
 
 # The scripts a converged, idle group runs: lock renewals and heartbeats.
 IDLE_SCRIPTS = ("lock", "heartbeat")

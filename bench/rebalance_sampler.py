@@ -44,9 +44,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.rebalance_fleet import Fleet, status_mb
-from workers import keys
-from workers.connection import connect
-from workers.refs import QueueRef
+from lockstep.workers import keys
+from lockstep.workers.connection import connect
+from lockstep.workers.refs import QueueRef
 
 # Ownership is sampled this often (shorter than any hand-over step).
 SAMPLE_S = 0.05
@@ -369,7 +369,7 @@ class OutageCount(logging.Handler):
 @contextmanager
 def counting_outages() -> Iterator[Counter[str]]:
     handler = OutageCount()
-    logger = logging.getLogger("workers.outage")
+    logger = logging.getLogger("lockstep.workers.outage")
     logger.addHandler(handler)
     try:
         yield handler.causes

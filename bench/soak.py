@@ -31,12 +31,12 @@ import redis
 from bench import database
 from bench.common import ConsumerProcess, committed_total, load_topic, private_redis
 from bench.storage import wait_until_owned
-from workers import keys
-from workers.hashing import queue_for_key
-from workers.inspect import overview
-from workers.refs import QueueRef
-from workers.scripts import script
-from workers.topics import create_topic
+from lockstep.workers import keys
+from lockstep.workers.hashing import queue_for_key
+from lockstep.workers.inspect import overview
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.scripts import script
+from lockstep.workers.topics import create_topic
 
 QUEUES = 8
 KEY_COUNT = 4000

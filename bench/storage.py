@@ -23,12 +23,12 @@ import redis
 
 from bench import database
 from bench.common import ConsumerProcess, committed_total, private_redis
-from workers import Producer, keys
-from workers.config import Timings
-from workers.events import delete_event_log, event_streams
-from workers.inspect import overview
-from workers.redis_types import entries
-from workers.topics import create_topic
+from lockstep.workers import Producer, keys
+from lockstep.workers.config import Timings
+from lockstep.workers.events import delete_event_log, event_streams
+from lockstep.workers.inspect import overview
+from lockstep.workers.redis_types import entries
+from lockstep.workers.topics import create_topic
 
 QUEUES = 8
 KEY_COUNT = 4000

@@ -9,10 +9,10 @@ import os
 
 from celery import Celery
 
-from workers.bootstep import configured_step
-from workers.config import Subscription
+from lockstep.workers.bootstep import configured_step
+from lockstep.workers.config import Subscription
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lockstep.dashboard.settings")
 
 
 def _subscriptions() -> list[Subscription]:
@@ -30,4 +30,6 @@ def _redis_url() -> str:
 app = Celery("lockstep")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.steps["worker"].add(configured_step(_subscriptions, _redis_url))
-app.autodiscover_tasks(["dashboard.monitor", "dashboard.reports", "dashboard.deadletters"])
+app.autodiscover_tasks(
+    ["lockstep.dashboard.monitor", "lockstep.dashboard.reports", "lockstep.dashboard.deadletters"]
+)

@@ -9,9 +9,9 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
-from workers import env as runtime_env
-from workers.connection import CLUSTER_SCHEMES, is_cluster
-from workers.errors import ConfigurationError
+from lockstep.workers import env as runtime_env
+from lockstep.workers.connection import CLUSTER_SCHEMES, is_cluster
+from lockstep.workers.errors import ConfigurationError
 
 T = TypeVar("T")
 

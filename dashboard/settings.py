@@ -7,7 +7,7 @@ import environ
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
-from dashboard.env import (
+from lockstep.dashboard.env import (
     analytics_uri,
     env_bool,
     env_choice,
@@ -19,9 +19,12 @@ from dashboard.env import (
     spark_conf,
     weak_secret_key,
 )
-from workers.config import subscriptions_from_json
-from workers.errors import ConfigurationError
+from lockstep.workers.config import subscriptions_from_json
+from lockstep.workers.errors import ConfigurationError
 
+# The installed package (templates and static files ship inside it) and, for now, the
+# folder data is kept in.
+PACKAGE_DIR = Path(__file__).parent.parent
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 _env = environ.Env()
@@ -87,10 +90,10 @@ INSTALLED_APPS = [
     "axes",
     "channels",
     "django_celery_beat",
-    "dashboard.monitor",
-    "dashboard.reports",
-    "dashboard.deadletters",
-    "dashboard.alerts",
+    "lockstep.dashboard.monitor",
+    "lockstep.dashboard.reports",
+    "lockstep.dashboard.deadletters",
+    "lockstep.dashboard.alerts",
 ]
 
 MIDDLEWARE = [
@@ -105,14 +108,14 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
-ROOT_URLCONF = "dashboard.urls"
-ASGI_APPLICATION = "dashboard.asgi.application"
-WSGI_APPLICATION = "dashboard.wsgi.application"
+ROOT_URLCONF = "lockstep.dashboard.urls"
+ASGI_APPLICATION = "lockstep.dashboard.asgi.application"
+WSGI_APPLICATION = "lockstep.dashboard.wsgi.application"
 
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [PACKAGE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -163,7 +166,7 @@ AXES_FAILURE_LIMIT = LOCKSTEP_LOGIN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=LOCKSTEP_LOGIN_COOLOFF_MINUTES)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True  # a successful login forgives the earlier typos
-AXES_LOCKOUT_CALLABLE = "dashboard.lockout.locked_out"
+AXES_LOCKOUT_CALLABLE = "lockstep.dashboard.lockout.locked_out"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"
@@ -174,7 +177,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "dashboard" / "static"]
+STATICFILES_DIRS = [PACKAGE_DIR / "dashboard" / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -220,27 +223,27 @@ LOCKSTEP_ANALYTICS_WRITE_SECONDS = env_float("LOCKSTEP_ANALYTICS_WRITE_SECONDS",
 LOCKSTEP_ANALYTICS_NIGHTLY_AT = nightly_at(env_str("LOCKSTEP_ANALYTICS_NIGHTLY_AT", "02:30"))
 CELERY_BEAT_SCHEDULE = {
     "lockstep-sample-lag": {
-        "task": "dashboard.monitor.tasks.sample_lag",
+        "task": "lockstep.dashboard.monitor.tasks.sample_lag",
         "schedule": LOCKSTEP_LAG_SAMPLE_SECONDS,
     },
     "lockstep-prune-events": {
-        "task": "dashboard.monitor.tasks.prune_events",
+        "task": "lockstep.dashboard.monitor.tasks.prune_events",
         "schedule": crontab(minute="17"),
     },
     "lockstep-sync-dead-letters": {
-        "task": "dashboard.deadletters.tasks.sync_dead_letters",
+        "task": "lockstep.dashboard.deadletters.tasks.sync_dead_letters",
         "schedule": LOCKSTEP_DEAD_LETTER_SYNC_SECONDS,
         # A tick not started by the next one is superseded by it: runs never pile up.
         "options": {"expires": LOCKSTEP_DEAD_LETTER_SYNC_SECONDS},
     },
     "lockstep-nightly-analytics": {
-        "task": "dashboard.reports.tasks.run_nightly_analytics",
+        "task": "lockstep.dashboard.reports.tasks.run_nightly_analytics",
         "schedule": crontab(
             hour=str(LOCKSTEP_ANALYTICS_NIGHTLY_AT[0]), minute=str(LOCKSTEP_ANALYTICS_NIGHTLY_AT[1])
         ),
     },
     "lockstep-write-analytics-data": {
-        "task": "dashboard.reports.tasks.write_analytics_data",
+        "task": "lockstep.dashboard.reports.tasks.write_analytics_data",
         "schedule": LOCKSTEP_ANALYTICS_WRITE_SECONDS,
         "options": {"expires": LOCKSTEP_ANALYTICS_WRITE_SECONDS},
     },
@@ -249,8 +252,8 @@ CELERY_BEAT_SCHEDULE = {
 # The demo of ``make run``: a queue-ordered mailer, and a key-ordered billing group whose
 # handler fails for poison orders (dead letters, held keys) until an operator fixes it.
 DEMO_SUBSCRIPTIONS = (
-    '[{"topic": "orders", "group": "mailer", "handler": "dashboard.demo.handle_order"}, '
-    '{"topic": "orders", "group": "billing", "handler": "dashboard.demo.handle_billing", '
+    '[{"topic": "orders", "group": "mailer", "handler": "lockstep.dashboard.demo.handle_order"}, '
+    '{"topic": "orders", "group": "billing", "handler": "lockstep.dashboard.demo.handle_billing", '
     '"ordering": "key", "after_dlq": "hold", "max_reconsume_times": 3, "lanes": 8, '
     '"retry_initial_ms": 500, "retry_max_ms": 2000}]'
 )
@@ -336,7 +339,7 @@ LOCKSTEP_BASE_URL = env_str("LOCKSTEP_BASE_URL", "http://127.0.0.1:8000")
 # --- Alert delivery (docs/alerts-delivery.md) ---------------------------------------
 # Imported here, not at the top, so this section stays one block (the parsers import no
 # models: they are safe before the apps load).
-from dashboard.alerts.env_channels import parse_email_to, parse_webhooks  # noqa: E402
+from lockstep.dashboard.alerts.env_channels import parse_email_to, parse_webhooks  # noqa: E402
 
 # EMAIL_URL names the mail server, e.g. smtp+tls://user:password@smtp.example.com:587;
 # the default prints mails to the console (development).
@@ -361,7 +364,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     # Passwords in URLs (REDIS_URL, EMAIL_URL, webhooks) never reach the log, whichever
     # library formatted them into a message or a traceback.
-    "filters": {"mask_urls": {"()": "workers.redact.MaskUrlsFilter"}},
+    "filters": {"mask_urls": {"()": "lockstep.workers.redact.MaskUrlsFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["mask_urls"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }

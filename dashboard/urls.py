@@ -2,22 +2,22 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from dashboard.monitor.metrics import metrics_view
+from lockstep.dashboard.monitor.metrics import metrics_view
 
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("metrics", metrics_view, name="metrics"),  # Prometheus: bearer token (see metrics.py)
-    path("", include("dashboard.monitor.urls")),
-    path("", include("dashboard.reports.urls")),
-    path("", include("dashboard.deadletters.urls")),
-    path("", include("dashboard.deadletters.page_urls")),
-    path("", include("dashboard.alerts.urls")),
+    path("", include("lockstep.dashboard.monitor.urls")),
+    path("", include("lockstep.dashboard.reports.urls")),
+    path("", include("lockstep.dashboard.deadletters.urls")),
+    path("", include("lockstep.dashboard.deadletters.page_urls")),
+    path("", include("lockstep.dashboard.alerts.urls")),
 ]
 
 # Addresses no route matches, and Django's own refusals: JSON under /api/, the error page
 # elsewhere (as every view answers its own errors).
-handler400 = "dashboard.monitor.views.errors.bad_request"
-handler403 = "dashboard.monitor.views.errors.forbidden"
-handler404 = "dashboard.monitor.views.errors.not_found"
+handler400 = "lockstep.dashboard.monitor.views.errors.bad_request"
+handler403 = "lockstep.dashboard.monitor.views.errors.forbidden"
+handler404 = "lockstep.dashboard.monitor.views.errors.not_found"

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 import redis
 
+from lockstep.workers.connection import connect
 from tests.support import LocalCluster, redis_cluster, redis_server
-from workers.connection import connect
 
 
 @pytest.fixture(scope="session")
@@ -66,7 +66,7 @@ def celery_broker_on_suite_redis(standalone_redis_url: str) -> Iterator[None]:
     """Celery's broker on the suite's redis-server for the whole session (no worker
     listens there unless a test starts one): a task queued by the web side never reaches
     a Redis the suite did not start."""
-    from dashboard.celery import app
+    from lockstep.dashboard.celery import app
 
     app.close()
     app.conf.update(broker_url=standalone_redis_url)

@@ -1,14 +1,12 @@
 """Lockstep's ordered-consumption runtime on Redis Streams.
 
-Runs anywhere there is a Redis: it never imports Django models. Public interface::
-
-    from workers import Producer, ConsumeStatus, Message, ConsumeContext, Subscription, QueueRef
-
+Runs anywhere there is a Redis: it never imports Django models. Installed, it is
+``lockstep.workers``; its public names are re-exported by ``lockstep`` (docs/api.md).
 """
 
-from workers.config import Model, Subscription, Timings
-from workers.consumer import Consumer
-from workers.errors import (
+from lockstep.workers.config import Model, Subscription, Timings
+from lockstep.workers.consumer import Consumer
+from lockstep.workers.errors import (
     ConfigurationError,
     HandlerImportError,
     InvalidMessageError,
@@ -16,10 +14,10 @@ from workers.errors import (
     SendError,
     UnknownTopicError,
 )
-from workers.message import ConsumeContext, ConsumeStatus, Message
-from workers.producer import Producer, SendResult
-from workers.refs import QueueRef
-from workers.topics import create_topic
+from lockstep.workers.message import ConsumeContext, ConsumeStatus, Message
+from lockstep.workers.producer import Producer, SendResult
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import create_topic
 
 __all__ = [
     "ConfigurationError",

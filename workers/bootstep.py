@@ -19,8 +19,8 @@ from typing import Any
 
 from celery import bootsteps
 
-from workers.config import Subscription, redis_url, subscriptions_from_json
-from workers.consumer import Consumer
+from lockstep.workers.config import Subscription, redis_url, subscriptions_from_json
+from lockstep.workers.consumer import Consumer
 
 log = logging.getLogger(__name__)
 

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from workers import keys
-from workers.message import FailedAttempt, Message
-from workers.redis_types import as_bytes, entries, xread_entries
-from workers.refs import QueueRef
-from workers.scripts import run_batch, script
+from lockstep.workers import keys
+from lockstep.workers.message import FailedAttempt, Message
+from lockstep.workers.redis_types import as_bytes, entries, xread_entries
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.scripts import run_batch, script
 
 if TYPE_CHECKING:  # only named in annotations: the broker stays below the settings
-    from workers.config import Subscription
+    from lockstep.workers.config import Subscription
 
 
 class CommitOutcome(IntEnum):

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from workers.env import env_float, env_int
-from workers.errors import ConfigurationError
-from workers.message import clamp_suspend
+from lockstep.workers.env import env_float, env_int
+from lockstep.workers.errors import ConfigurationError
+from lockstep.workers.message import clamp_suspend
 
 # RocketMQ's orderly default (Integer.MAX_VALUE): retry forever, the queue blocks meanwhile.
 UNBOUNDED = -1

@@ -22,8 +22,8 @@ import redis
 from redis.client import Pipeline
 from redis.cluster import RedisCluster
 
-from workers.env import env_bool
-from workers.errors import ConfigurationError
+from lockstep.workers.env import env_bool
+from lockstep.workers.errors import ConfigurationError
 
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 

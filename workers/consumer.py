@@ -13,19 +13,19 @@ from collections.abc import Iterable
 
 import redis
 
-from workers import events as ev
-from workers import keys
-from workers.broker import Broker
-from workers.cards import ConsumerCard, SubscriptionCard
-from workers.config import Limits, Model, Ordering, Subscription, Timings
-from workers.errors import LockstepError
-from workers.events import EventLog, default_consumer_id
-from workers.handlers import import_handler
-from workers.lanes import LanePool
-from workers.message import Handler
-from workers.ordering import WorkerEnv
-from workers.outage import REDIS_DOWN, redis_outage, runtime_client, wait_for_redis
-from workers.rebalance import SubscriptionRunner
+from lockstep.workers import events as ev
+from lockstep.workers import keys
+from lockstep.workers.broker import Broker
+from lockstep.workers.cards import ConsumerCard, SubscriptionCard
+from lockstep.workers.config import Limits, Model, Ordering, Subscription, Timings
+from lockstep.workers.errors import LockstepError
+from lockstep.workers.events import EventLog, default_consumer_id
+from lockstep.workers.handlers import import_handler
+from lockstep.workers.lanes import LanePool
+from lockstep.workers.message import Handler
+from lockstep.workers.ordering import WorkerEnv
+from lockstep.workers.outage import REDIS_DOWN, redis_outage, runtime_client, wait_for_redis
+from lockstep.workers.rebalance import SubscriptionRunner
 
 log = logging.getLogger(__name__)
 

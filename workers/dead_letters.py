@@ -23,14 +23,19 @@ from typing import Any
 
 import redis
 
-from workers import events as ev
-from workers import keys
-from workers.config import Limits
-from workers.inspect.clock import redis_now_ms
-from workers.inspect.dead_letters import DeadLetter, get_dead_letter
-from workers.message import ORIGINAL_OFFSET_HEADER, REPLAY_ID_HEADER, REPLAY_OF_HEADER, serialize
-from workers.refs import QueueRef
-from workers.scripts import script
+from lockstep.workers import events as ev
+from lockstep.workers import keys
+from lockstep.workers.config import Limits
+from lockstep.workers.inspect.clock import redis_now_ms
+from lockstep.workers.inspect.dead_letters import DeadLetter, get_dead_letter
+from lockstep.workers.message import (
+    ORIGINAL_OFFSET_HEADER,
+    REPLAY_ID_HEADER,
+    REPLAY_OF_HEADER,
+    serialize,
+)
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.scripts import script
 
 
 class ReplayOutcome(StrEnum):

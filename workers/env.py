@@ -6,7 +6,7 @@ settings module wraps the same helpers and re-raises ``ImproperlyConfigured``.
 
 import os
 
-from workers.errors import ConfigurationError
+from lockstep.workers.errors import ConfigurationError
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}

@@ -38,12 +38,12 @@ from typing import Any
 
 import redis
 
-from workers import keys
-from workers.config import commit_event_interval_from_env
-from workers.env import env_int
-from workers.outage import REDIS_DOWN, redis_outage
-from workers.redis_types import Entry, entries
-from workers.refs import QueueRef
+from lockstep.workers import keys
+from lockstep.workers.config import commit_event_interval_from_env
+from lockstep.workers.env import env_int
+from lockstep.workers.outage import REDIS_DOWN, redis_outage
+from lockstep.workers.redis_types import Entry, entries
+from lockstep.workers.refs import QueueRef
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib
 from typing import cast
 
-from workers.errors import HandlerImportError
-from workers.message import Handler
+from lockstep.workers.errors import HandlerImportError
+from lockstep.workers.message import Handler
 
 
 def import_handler(path: str) -> Handler:

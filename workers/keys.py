@@ -3,7 +3,7 @@ Redis Cluster all state of one queue (stream, offsets, locks, dead letters) live
 slot and the Lua scripts touching it stay single-slot. The layout is described in
 docs/redis-layout.md."""
 
-from workers.refs import QueueRef
+from lockstep.workers.refs import QueueRef
 
 PREFIX = "ls"
 # The event log: ``EVENTS`` with one shard (LOCKSTEP_EVENT_SHARDS=1, the default and the

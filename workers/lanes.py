@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
-from workers.hashing import stable_hash
-from workers.message import Message
+from lockstep.workers.hashing import stable_hash
+from lockstep.workers.message import Message
 
 log = logging.getLogger(__name__)
 

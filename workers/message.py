@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypedDict
 
-from workers.refs import QueueRef
+from lockstep.workers.refs import QueueRef
 
 
 def clamp_suspend(seconds: float) -> float:

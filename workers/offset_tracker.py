@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from workers.errors import LockstepError
+from lockstep.workers.errors import LockstepError
 
 
 def encode_ranges(offsets: Iterable[int]) -> str:

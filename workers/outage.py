@@ -22,9 +22,9 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ClusterDownError, MasterDownError, ReadOnlyError
 from redis.retry import Retry
 
-from workers.connection import connect
+from lockstep.workers.connection import connect
 
-log = logging.getLogger("workers.outage")
+log = logging.getLogger("lockstep.workers.outage")
 
 # The errors that mean "Redis cannot be reached or cannot write right now", as opposed to
 # a bug (a wrong command, a script error), which still deserves its traceback.

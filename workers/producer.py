@@ -19,9 +19,9 @@ from redis.connection import Connection
 from redis.exceptions import AskError, ClusterDownError, ReadOnlyError, TryAgainError
 from redis.retry import Retry
 
-from workers import keys
-from workers.config import Limits, SendOptions
-from workers.connection import (
+from lockstep.workers import keys
+from lockstep.workers.config import Limits, SendOptions
+from lockstep.workers.connection import (
     cluster_of,
     connect,
     execute_on_node,
@@ -29,13 +29,13 @@ from workers.connection import (
     node_client,
     refresh_layout,
 )
-from workers.errors import ConfigurationError, InvalidMessageError, SendError
-from workers.hashing import queue_for_key
-from workers.message import IDEMPOTENCY_KEY_HEADER
-from workers.outage import REDIS_DOWN
-from workers.refs import QueueRef
-from workers.scripts import script
-from workers.topics import get_topic, validate_name
+from lockstep.workers.errors import ConfigurationError, InvalidMessageError, SendError
+from lockstep.workers.hashing import queue_for_key
+from lockstep.workers.message import IDEMPOTENCY_KEY_HEADER
+from lockstep.workers.outage import REDIS_DOWN
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.scripts import script
+from lockstep.workers.topics import get_topic, validate_name
 
 # A failover (a replica promoted after the cluster's node timeout) takes a few seconds.
 CLUSTER_SEND_RETRY_S = 10.0

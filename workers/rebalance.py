@@ -26,14 +26,14 @@ import time
 
 import redis
 
-from workers import events as ev
-from workers.allocation import AllocationStrategy, AverageAllocation
-from workers.config import Model
-from workers.errors import UnknownTopicError
-from workers.ordering import QueueWorker, WorkerEnv, worker_for
-from workers.outage import REDIS_DOWN, redis_outage
-from workers.refs import QueueRef
-from workers.topics import get_topic, register_group
+from lockstep.workers import events as ev
+from lockstep.workers.allocation import AllocationStrategy, AverageAllocation
+from lockstep.workers.config import Model
+from lockstep.workers.errors import UnknownTopicError
+from lockstep.workers.ordering import QueueWorker, WorkerEnv, worker_for
+from lockstep.workers.outage import REDIS_DOWN, redis_outage
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import get_topic, register_group
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import redis
 from redis.commands.core import Script
 from redis.exceptions import AskError
 
-from workers.connection import execute_on_node, node_client
+from lockstep.workers.connection import execute_on_node, node_client
 
 _LUA_DIR = Path(__file__).with_name("lua")
 _PRELUDE_MARKER = "-- Prelude: "

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import redis
 
-from workers import keys
-from workers.errors import ConfigurationError, UnknownTopicError
-from workers.redis_types import as_bytes
-from workers.scripts import script
+from lockstep.workers import keys
+from lockstep.workers.errors import ConfigurationError, UnknownTopicError
+from lockstep.workers.redis_types import as_bytes
+from lockstep.workers.scripts import script
 
 # Names go into Redis keys and the dashboard's URLs; 128 fits the Event.topic column.
 _NAME = re.compile(r"^[A-Za-z0-9_.\-%]{1,128}$")

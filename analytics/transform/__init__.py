@@ -8,19 +8,19 @@ Inputs are the frames of ``analytics.extract`` (the columns of ``analytics.layou
 ``date`` and ``hour``); tests may build them by hand with the same schemas.
 """
 
-from analytics.transform.churn import queue_events, rebalances
-from analytics.transform.day import group_day, queue_day
-from analytics.transform.lag import (
+from lockstep.analytics.transform.churn import queue_events, rebalances
+from lockstep.analytics.transform.day import group_day, queue_day
+from lockstep.analytics.transform.lag import (
     consumed_per_hour,
     hourly_group,
     hourly_queue,
     produced_per_hour,
     with_seconds_above,
 )
-from analytics.transform.retries import ORDER as HOTSPOT_ORDER
-from analytics.transform.retries import retry_hotspots
-from analytics.transform.skew import key_skew
-from analytics.transform.stuck import stuck_episodes
+from lockstep.analytics.transform.retries import ORDER as HOTSPOT_ORDER
+from lockstep.analytics.transform.retries import retry_hotspots
+from lockstep.analytics.transform.skew import key_skew
+from lockstep.analytics.transform.stuck import stuck_episodes
 
 # Result -> its order: column names, a leading "-" for descending.
 ORDER: dict[str, tuple[str, ...]] = {

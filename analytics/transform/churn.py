@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from analytics.transform.common import (
+from lockstep.analytics.transform.common import (
     CONSUME_FAILED,
     DEAD_LETTERED,
     FENCING_REJECTED,

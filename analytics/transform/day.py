@@ -6,10 +6,10 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from analytics.transform.churn import QUEUE_EVENT_COLUMNS
-from analytics.transform.common import GROUP, QUEUE, zero_if_null
-from analytics.transform.lag import LAG_COLUMNS, lag_figures
-from analytics.transform.stuck import episode_counts
+from lockstep.analytics.transform.churn import QUEUE_EVENT_COLUMNS
+from lockstep.analytics.transform.common import GROUP, QUEUE, zero_if_null
+from lockstep.analytics.transform.lag import LAG_COLUMNS, lag_figures
+from lockstep.analytics.transform.stuck import episode_counts
 
 _COUNTS = ("produced", "consumed", *QUEUE_EVENT_COLUMNS, "stuck_episodes")
 

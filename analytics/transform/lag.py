@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from analytics.transform.common import (
+from lockstep.analytics.transform.common import (
     GROUP,
     MS,
     QUEUE,

@@ -5,7 +5,13 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from analytics.transform.common import CONSUME_FAILED, DEAD_LETTERED, GROUP, count_of, sum_n_of
+from lockstep.analytics.transform.common import (
+    CONSUME_FAILED,
+    DEAD_LETTERED,
+    GROUP,
+    count_of,
+    sum_n_of,
+)
 
 # Rank order within a (topic, group, kind); a leading "-" sorts descending.
 ORDER = ("topic", "group", "kind", "-retries", "-dead_letters", "name")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from analytics.transform.common import (
+from lockstep.analytics.transform.common import (
     CONSUME_FAILED,
     DEAD_LETTER_DISCARDED,
     DEAD_LETTER_REPLAYED,

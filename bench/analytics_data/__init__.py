@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from analytics.layout import EVENTS, MESSAGES, SAMPLES
-from analytics.storage import write_batch
 from bench.analytics_data.events import event_rows
 from bench.analytics_data.plan import HOUR, MIN_ROWS, Plan, make_plan
 from bench.analytics_data.tables import message_chunks, sample_rows
 from bench.analytics_data.topology import KEY_NAMES, SKEWED
+from lockstep.analytics.layout import EVENTS, MESSAGES, SAMPLES
+from lockstep.analytics.storage import write_batch
 
 __all__ = ["MIN_ROWS", "SEED", "Generated", "generate", "make_plan", "planted"]
 

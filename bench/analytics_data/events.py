@@ -18,7 +18,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analytics.layout import EVENTS, arrow_schema
 from bench.analytics_data.plan import DAY_MS, HOUR, MINUTE, SECOND, Episode, Plan
 from bench.analytics_data.topology import (
     CONSUMERS,
@@ -32,6 +31,7 @@ from bench.analytics_data.topology import (
     Ints,
     consumer_name,
 )
+from lockstep.analytics.layout import EVENTS, arrow_schema
 
 COMMIT_SHARE = 0.78
 MARGIN_OVERRUN_SHARE = 0.004

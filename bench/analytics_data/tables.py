@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
-from analytics.layout import MESSAGES, SAMPLES, arrow_schema
 from bench.analytics_data.plan import BIN_MS, BINS, Plan
 from bench.analytics_data.topology import ERROR_TEXTS, GROUP_NAMES, KEY_NAMES, TOPIC_NAMES, Ints
+from lockstep.analytics.layout import MESSAGES, SAMPLES, arrow_schema
 
 # Message bodies: lognormal around a few hundred bytes.
 SIZE_MEDIAN, SIZE_SIGMA, SIZE_RANGE = 350.0, 0.6, (16, 65_536)

@@ -10,9 +10,16 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
-from dashboard.alerts.channels import KINDS
-from dashboard.alerts.models import Alert, AlertEvent, Channel, Delivery, RuleSetting, Silence
-from dashboard.alerts.rules import RULES
+from lockstep.dashboard.alerts.channels import KINDS
+from lockstep.dashboard.alerts.models import (
+    Alert,
+    AlertEvent,
+    Channel,
+    Delivery,
+    RuleSetting,
+    Silence,
+)
+from lockstep.dashboard.alerts.rules import RULES
 
 
 class AlertEventInline(admin.TabularInline):

@@ -2,6 +2,6 @@ from django.apps import AppConfig
 
 
 class AlertsConfig(AppConfig):
-    name = "dashboard.alerts"
+    name = "lockstep.dashboard.alerts"
     label = "alerts"
     verbose_name = "Alerts"

@@ -17,10 +17,10 @@ from django.db import IntegrityError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
-from dashboard.alerts import dispatch
-from dashboard.alerts.channels import KINDS
-from dashboard.alerts.models import Channel, Delivery
-from dashboard.alerts.web import (
+from lockstep.dashboard.alerts import dispatch
+from lockstep.dashboard.alerts.channels import KINDS
+from lockstep.dashboard.alerts.models import Channel, Delivery
+from lockstep.dashboard.alerts.web import (
     CHANGE_CHANNELS,
     VIEW_CHANNELS,
     action,
@@ -32,7 +32,7 @@ from dashboard.alerts.web import (
     row_id,
     text,
 )
-from dashboard.monitor.views.common import BadParameter, NotFound, refuse_nul
+from lockstep.dashboard.monitor.views.common import BadParameter, NotFound, refuse_nul
 
 RECENT_DELIVERIES = 5
 DELETE_CHANNELS = "alerts.delete_channel"

@@ -13,9 +13,9 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from dashboard.alerts import push
-from dashboard.monitor.consumers import UNAUTHENTICATED
-from dashboard.monitor.push_socket import PushOnlyConsumer
+from lockstep.dashboard.alerts import push
+from lockstep.dashboard.monitor.consumers import UNAUTHENTICATED
+from lockstep.dashboard.monitor.push_socket import PushOnlyConsumer
 
 
 class AlertsConsumer(PushOnlyConsumer):

@@ -26,11 +26,11 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection, transaction
 from django.utils import timezone
 
-from dashboard.alerts import payload
-from dashboard.alerts.channels import KINDS, DeliveryError
-from dashboard.alerts.env_channels import sync_env_channels
-from dashboard.alerts.models import AlertEvent, Channel, Delivery
-from workers.redact import redact
+from lockstep.dashboard.alerts import payload
+from lockstep.dashboard.alerts.channels import KINDS, DeliveryError
+from lockstep.dashboard.alerts.env_channels import sync_env_channels
+from lockstep.dashboard.alerts.models import AlertEvent, Channel, Delivery
+from lockstep.workers.redact import redact
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.core.validators import validate_email
 
 if TYPE_CHECKING:
-    from dashboard.alerts.models import Channel
+    from lockstep.dashboard.alerts.models import Channel
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,9 @@ def sync_env_channels() -> list[Channel]:
     no longer declared; they are kept, not deleted, so their deliveries stay visible. A
     channel made in the UI under an ``env-…`` name is left alone (logged). Returns the
     declared channels."""
-    from dashboard.alerts.models import Channel  # settings import this module: no models yet
+    from lockstep.dashboard.alerts.models import (
+        Channel,  # settings import this module: no models yet
+    )
 
     channels = []
     for row in declared():

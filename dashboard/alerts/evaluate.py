@@ -20,12 +20,12 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 
-from dashboard.alerts import lifecycle, push
-from dashboard.alerts.live import LiveState, Tracker
-from dashboard.alerts.rules import RULES, Finding, Rule
-from dashboard.alerts.thresholds import Thresholds
-from dashboard.deadletters.lease import Lease
-from workers.outage import REDIS_DOWN, redis_outage
+from lockstep.dashboard.alerts import lifecycle, push
+from lockstep.dashboard.alerts.live import LiveState, Tracker
+from lockstep.dashboard.alerts.rules import RULES, Finding, Rule
+from lockstep.dashboard.alerts.thresholds import Thresholds
+from lockstep.dashboard.deadletters.lease import Lease
+from lockstep.workers.outage import REDIS_DOWN, redis_outage
 
 log = logging.getLogger(__name__)
 

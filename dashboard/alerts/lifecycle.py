@@ -26,8 +26,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from dashboard.alerts import payload
-from dashboard.alerts.models import (
+from lockstep.dashboard.alerts import payload
+from lockstep.dashboard.alerts.models import (
     ACKNOWLEDGED,
     OPEN,
     RESOLVED,
@@ -37,8 +37,8 @@ from dashboard.alerts.models import (
     Delivery,
     Silence,
 )
-from dashboard.alerts.rules import Finding
-from dashboard.monitor.queries import at
+from lockstep.dashboard.alerts.rules import Finding
+from lockstep.dashboard.monitor.queries import at
 
 log = logging.getLogger(__name__)
 

@@ -18,11 +18,11 @@ from typing import Any
 import redis
 from django.db.models import Count
 
-from dashboard.monitor.models import Event
-from dashboard.monitor.queries import at, not_moving_since
-from workers import events as ev
-from workers.errors import UnknownTopicError
-from workers.inspect import (
+from lockstep.dashboard.monitor.models import Event
+from lockstep.dashboard.monitor.queries import at, not_moving_since
+from lockstep.workers import events as ev
+from lockstep.workers.errors import UnknownTopicError
+from lockstep.workers.inspect import (
     GroupState,
     HeldKey,
     LiveConsumer,
@@ -33,7 +33,7 @@ from workers.inspect import (
     registered_consumers,
     topic_state,
 )
-from workers.inspect.consumers import heartbeat_timeout
+from lockstep.workers.inspect.consumers import heartbeat_timeout
 
 QueueAt = tuple[str, str, int]  # (topic, group, queue)
 

@@ -18,10 +18,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import NoReverseMatch, reverse
 
-from dashboard.alerts import lifecycle, push
-from dashboard.alerts.models import ACKNOWLEDGED, CRITICAL, OPEN, RESOLVED, WARNING, Alert
-from dashboard.alerts.rules import RULES
-from dashboard.alerts.web import (
+from lockstep.dashboard.alerts import lifecycle, push
+from lockstep.dashboard.alerts.models import ACKNOWLEDGED, CRITICAL, OPEN, RESOLVED, WARNING, Alert
+from lockstep.dashboard.alerts.rules import RULES
+from lockstep.dashboard.alerts.web import (
     ACKNOWLEDGE,
     VIEW_ALERT,
     action,
@@ -33,7 +33,7 @@ from dashboard.alerts.web import (
     text,
     utc_time,
 )
-from dashboard.monitor.views.common import BadParameter, NotFound
+from lockstep.dashboard.monitor.views.common import BadParameter, NotFound
 
 PAGE_SIZE = 50
 UNRESOLVED, ALL = "unresolved", "all"

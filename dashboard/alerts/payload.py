@@ -17,7 +17,7 @@ from django.conf import settings
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
-from dashboard.alerts.models import Alert
+from lockstep.dashboard.alerts.models import Alert
 
 VERSION = 1
 

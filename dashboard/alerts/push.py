@@ -18,9 +18,9 @@ from channels.layers import get_channel_layer
 from django.db.models import Count
 from django.urls import reverse
 
-from dashboard.alerts.models import ACKNOWLEDGED, OPEN, Alert
-from dashboard.monitor.redis_conn import channel_layer_outage
-from workers.outage import REDIS_DOWN
+from lockstep.dashboard.alerts.models import ACKNOWLEDGED, OPEN, Alert
+from lockstep.dashboard.monitor.redis_conn import channel_layer_outage
+from lockstep.workers.outage import REDIS_DOWN
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from dashboard.alerts.consumers import AlertsConsumer
+from lockstep.dashboard.alerts.consumers import AlertsConsumer
 
 ALERTS_SOCKET_PATH = "/ws/alerts/"
 

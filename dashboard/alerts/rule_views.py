@@ -17,10 +17,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.utils import timezone
 
-from dashboard.alerts.models import RuleSetting
-from dashboard.alerts.rules import RULES, Rule
-from dashboard.alerts.thresholds import Thresholds
-from dashboard.alerts.web import (
+from lockstep.dashboard.alerts.models import RuleSetting
+from lockstep.dashboard.alerts.rules import RULES, Rule
+from lockstep.dashboard.alerts.thresholds import Thresholds
+from lockstep.dashboard.alerts.web import (
     CHANGE_RULES,
     VIEW_RULES,
     action,
@@ -32,7 +32,7 @@ from dashboard.alerts.web import (
     row_id,
     text,
 )
-from dashboard.monitor.views.common import BadParameter, NotFound
+from lockstep.dashboard.monitor.views.common import BadParameter, NotFound
 
 DELETE_RULES = "alerts.delete_rulesetting"
 

@@ -15,9 +15,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.utils import timezone
 
-from dashboard.alerts.models import Silence
-from dashboard.alerts.rules import RULES
-from dashboard.alerts.web import (
+from lockstep.dashboard.alerts.models import Silence
+from lockstep.dashboard.alerts.rules import RULES
+from lockstep.dashboard.alerts.web import (
     MANAGE_SILENCE,
     VIEW_SILENCE,
     action,
@@ -31,7 +31,7 @@ from dashboard.alerts.web import (
     text,
     utc_time,
 )
-from dashboard.monitor.views.common import BadParameter, NotFound
+from lockstep.dashboard.monitor.views.common import BadParameter, NotFound
 
 # Past silences shown: the most recent ones (the admin has them all).
 PAST_SHOWN = 100

@@ -3,7 +3,7 @@ texts."""
 
 from __future__ import annotations
 
-from dashboard.monitor.health import duration
+from lockstep.dashboard.monitor.health import duration
 
 __all__ = ["duration", "shorten"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from dashboard.alerts.models import RuleSetting
-from dashboard.alerts.rules import RULES
+from lockstep.dashboard.alerts.models import RuleSetting
+from lockstep.dashboard.alerts.rules import RULES
 
 
 class Thresholds:

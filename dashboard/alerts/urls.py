@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from dashboard.alerts import channel_views, pages, rule_views, silence_views
+from lockstep.dashboard.alerts import channel_views, pages, rule_views, silence_views
 
 urlpatterns = [
     path("alerts", pages.alerts_page, name="alerts"),

@@ -20,8 +20,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from dashboard.monitor.views.common import BadParameter, NotFound, refuse_nul
-from dashboard.monitor.views.errors import post_only
+from lockstep.dashboard.monitor.views.common import BadParameter, NotFound, refuse_nul
+from lockstep.dashboard.monitor.views.errors import post_only
 
 P = ParamSpec("P")
 Build = Callable[Concatenate[HttpRequest, P], dict[str, Any]]

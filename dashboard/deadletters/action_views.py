@@ -23,13 +23,13 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
-from dashboard.deadletters import actions, progress
-from dashboard.deadletters.models import ActionKind, ActionRequest, AuditEntry
-from dashboard.deadletters.plans import ActionRefused, Selection, plan
-from dashboard.deadletters.roles import DISCARD, REPLAY
-from dashboard.deadletters.views import require_known_group
-from dashboard.monitor.redis_conn import get_redis
-from dashboard.monitor.views.common import (
+from lockstep.dashboard.deadletters import actions, progress
+from lockstep.dashboard.deadletters.models import ActionKind, ActionRequest, AuditEntry
+from lockstep.dashboard.deadletters.plans import ActionRefused, Selection, plan
+from lockstep.dashboard.deadletters.roles import DISCARD, REPLAY
+from lockstep.dashboard.deadletters.views import require_known_group
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.monitor.views.common import (
     MAX_INT,
     BadParameter,
     NotFound,

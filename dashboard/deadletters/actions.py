@@ -47,9 +47,9 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from dashboard.deadletters import progress
-from dashboard.deadletters.lease import Lease
-from dashboard.deadletters.models import (
+from lockstep.dashboard.deadletters import progress
+from lockstep.dashboard.deadletters.lease import Lease
+from lockstep.dashboard.deadletters.models import (
     ActionItem,
     ActionKind,
     ActionRequest,
@@ -59,12 +59,12 @@ from dashboard.deadletters.models import (
     Outcome,
     Status,
 )
-from dashboard.deadletters.plans import ACTIONABLE, ActionRefused, Selection, plan
-from dashboard.deadletters.runner import finish, fresh, move_many, run
-from dashboard.deadletters.tasks import run_action
-from dashboard.monitor.redis_conn import get_redis
-from workers.dead_letters import Target, in_replay_order
-from workers.refs import QueueRef
+from lockstep.dashboard.deadletters.plans import ACTIONABLE, ActionRefused, Selection, plan
+from lockstep.dashboard.deadletters.runner import finish, fresh, move_many, run
+from lockstep.dashboard.deadletters.tasks import run_action
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.workers.dead_letters import Target, in_replay_order
+from lockstep.workers.refs import QueueRef
 
 __all__ = ("RequestIdReused", "Submitted", "cancel", "finish", "plan", "run", "submit")
 

@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from dashboard.deadletters.models import ActionRequest, AuditEntry, DeadLetter
+from lockstep.dashboard.deadletters.models import ActionRequest, AuditEntry, DeadLetter
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

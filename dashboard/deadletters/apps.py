@@ -2,6 +2,6 @@ from django.apps import AppConfig
 
 
 class DeadLettersConfig(AppConfig):
-    name = "dashboard.deadletters"
+    name = "lockstep.dashboard.deadletters"
     label = "deadletters"
     verbose_name = "Lockstep dead letters"

@@ -15,10 +15,10 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from dashboard.deadletters.actions import REQUEST_ID
-from dashboard.deadletters.models import ActionRequest
-from dashboard.deadletters.progress import progress_group, request_shape
-from dashboard.monitor.push_socket import PushOnlyConsumer
+from lockstep.dashboard.deadletters.actions import REQUEST_ID
+from lockstep.dashboard.deadletters.models import ActionRequest
+from lockstep.dashboard.deadletters.progress import progress_group, request_shape
+from lockstep.dashboard.monitor.push_socket import PushOnlyConsumer
 
 UNAUTHENTICATED = 4401
 NOT_FOUND = 4404

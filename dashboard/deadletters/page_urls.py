@@ -2,8 +2,8 @@
 
 from django.urls import path
 
-from dashboard.deadletters import pages
-from dashboard.demo.switch import billing_switch_view
+from lockstep.dashboard.deadletters import pages
+from lockstep.dashboard.demo.switch import billing_switch_view
 
 urlpatterns = [
     path("dead-letters", pages.dead_letter_groups_page, name="dead-letter-groups"),

@@ -20,15 +20,15 @@ from django.db.models import Count, Q
 from django.http import HttpRequest
 from django.urls import reverse
 
-from dashboard.deadletters import action_views
-from dashboard.deadletters.models import AuditEntry, DeadLetter, Status
-from dashboard.deadletters.queries import DEFAULT_LIMIT, SORTS, to_ms
-from dashboard.deadletters.roles import DISCARD, REPLAY, may_see_bodies
-from dashboard.deadletters.views import build_detail, build_list
-from dashboard.demo.switch import billing_switch
-from dashboard.monitor.redis_conn import get_redis
-from dashboard.monitor.views.common import api_view, int_param, page_view, text_param
-from workers.inspect import groups_of, list_topics
+from lockstep.dashboard.deadletters import action_views
+from lockstep.dashboard.deadletters.models import AuditEntry, DeadLetter, Status
+from lockstep.dashboard.deadletters.queries import DEFAULT_LIMIT, SORTS, to_ms
+from lockstep.dashboard.deadletters.roles import DISCARD, REPLAY, may_see_bodies
+from lockstep.dashboard.deadletters.views import build_detail, build_list
+from lockstep.dashboard.demo.switch import billing_switch
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.monitor.views.common import api_view, int_param, page_view, text_param
+from lockstep.workers.inspect import groups_of, list_topics
 
 # The list's filters, as the form, the links and "Replay all matching" carry them.
 FILTER_NAMES = ("topic", "queue", "key", "error", "status", "since", "until")

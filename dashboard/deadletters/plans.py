@@ -21,10 +21,10 @@ import redis
 from django.conf import settings
 from django.db.models import Count, QuerySet
 
-from dashboard.deadletters.models import ActionKind, DeadLetter, Status
-from dashboard.deadletters.queries import Filters
-from workers.errors import UnknownTopicError
-from workers.inspect import held_keys
+from lockstep.dashboard.deadletters.models import ActionKind, DeadLetter, Status
+from lockstep.dashboard.deadletters.queries import Filters
+from lockstep.workers.errors import UnknownTopicError
+from lockstep.workers.inspect import held_keys
 
 ACTIONABLE = Status.DEAD
 # The dry run names the keys with the most messages; the total count covers them all.

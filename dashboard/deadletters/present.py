@@ -13,10 +13,10 @@ from typing import Any
 
 import redis
 
-from dashboard.deadletters.models import DeadLetter, Status
-from dashboard.deadletters.queries import to_ms
-from workers.errors import UnknownTopicError
-from workers.inspect import held_keys
+from lockstep.dashboard.deadletters.models import DeadLetter, Status
+from lockstep.dashboard.deadletters.queries import to_ms
+from lockstep.workers.errors import UnknownTopicError
+from lockstep.workers.inspect import held_keys
 
 # A body is shown as text (or pretty JSON) up to this many bytes, and cut beyond: a page
 # stays light even for a body at LOCKSTEP_MAX_BODY_BYTES (4 MiB). The export has it all.

@@ -19,9 +19,9 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db.models import Count
 
-from dashboard.deadletters.models import ActionItem, ActionRequest
-from dashboard.monitor.redis_conn import channel_layer_outage, get_redis
-from workers.outage import REDIS_DOWN, redis_outage
+from lockstep.dashboard.deadletters.models import ActionItem, ActionRequest
+from lockstep.dashboard.monitor.redis_conn import channel_layer_outage, get_redis
+from lockstep.workers.outage import REDIS_DOWN, redis_outage
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from dashboard.deadletters.models import DeadLetter, Status
-from dashboard.monitor.views.common import BadParameter, int_param, text_param
+from lockstep.dashboard.deadletters.models import DeadLetter, Status
+from lockstep.dashboard.monitor.views.common import BadParameter, int_param, text_param
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)  # integer steps: floats would round cursors

@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from dashboard.deadletters.consumers import NotFoundConsumer, RequestProgressConsumer
+from lockstep.dashboard.deadletters.consumers import NotFoundConsumer, RequestProgressConsumer
 
 REQUEST_SOCKET_PATH = "/ws/dead-letters/requests/{request_id}/"  # str.format
 

@@ -20,9 +20,9 @@ from django.db import transaction
 from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
-from dashboard.deadletters import progress
-from dashboard.deadletters.lease import DEFAULT_TTL_MS, Lease
-from dashboard.deadletters.models import (
+from lockstep.dashboard.deadletters import progress
+from lockstep.dashboard.deadletters.lease import DEFAULT_TTL_MS, Lease
+from lockstep.dashboard.deadletters.models import (
     ActionItem,
     ActionKind,
     ActionRequest,
@@ -33,8 +33,8 @@ from dashboard.deadletters.models import (
     Status,
     StatusChange,
 )
-from dashboard.monitor.redis_conn import get_redis
-from workers.dead_letters import (
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.workers.dead_letters import (
     Pace,
     Replayed,
     ReplayOutcome,
@@ -43,7 +43,7 @@ from workers.dead_letters import (
     in_replay_order,
     replay_many,
 )
-from workers.refs import QueueRef
+from lockstep.workers.refs import QueueRef
 
 log = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ import redis
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
-from dashboard.deadletters.models import (
+from lockstep.dashboard.deadletters.models import (
     GROUP_MAX_LENGTH,
     KEY_MAX_LENGTH,
     DeadLetter,
@@ -47,12 +47,12 @@ from dashboard.deadletters.models import (
     StatusChange,
     SyncCursor,
 )
-from dashboard.monitor.models import Event
-from workers import events as ev
-from workers.inspect import DeadLetter as RuntimeDeadLetter
-from workers.inspect import dead_letter_streams, read_dead_letters
-from workers.message import REPLAY_ID_HEADER
-from workers.refs import QueueRef
+from lockstep.dashboard.monitor.models import Event
+from lockstep.workers import events as ev
+from lockstep.workers.inspect import DeadLetter as RuntimeDeadLetter
+from lockstep.workers.inspect import dead_letter_streams, read_dead_letters
+from lockstep.workers.message import REPLAY_ID_HEADER
+from lockstep.workers.refs import QueueRef
 
 log = logging.getLogger(__name__)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from dashboard.deadletters.runner import run
-from dashboard.deadletters.sync import sync_dead_letters as sync
-from dashboard.monitor.redis_conn import get_redis, skipped_during_redis_outage
+from lockstep.dashboard.deadletters.runner import run
+from lockstep.dashboard.deadletters.sync import sync_dead_letters as sync
+from lockstep.dashboard.monitor.redis_conn import get_redis, skipped_during_redis_outage
 
 
 @shared_task

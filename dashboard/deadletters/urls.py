@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard.deadletters import action_views, views
+from lockstep.dashboard.deadletters import action_views, views
 
 urlpatterns = [
     path(

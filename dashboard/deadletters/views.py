@@ -15,9 +15,9 @@ from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 
-from dashboard.deadletters import present
-from dashboard.deadletters.models import DeadLetter
-from dashboard.deadletters.queries import (
+from lockstep.dashboard.deadletters import present
+from lockstep.dashboard.deadletters.models import DeadLetter
+from lockstep.dashboard.deadletters.queries import (
     Cursor,
     Filters,
     count_waiting,
@@ -27,10 +27,16 @@ from dashboard.deadletters.queries import (
     page,
     sort_param,
 )
-from dashboard.deadletters.roles import may_see_bodies
-from dashboard.monitor.redis_conn import get_redis
-from dashboard.monitor.views.common import BadParameter, NotFound, api_view, int_param, refuse_nul
-from workers.inspect import groups_of, list_topics
+from lockstep.dashboard.deadletters.roles import may_see_bodies
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.monitor.views.common import (
+    BadParameter,
+    NotFound,
+    api_view,
+    int_param,
+    refuse_nul,
+)
+from lockstep.workers.inspect import groups_of, list_topics
 
 
 def require_known_group(group: str) -> None:

@@ -21,9 +21,9 @@ from functools import cache
 
 import redis
 
-from workers.connection import connect
-from workers.env import env_int
-from workers.message import ConsumeContext, ConsumeStatus, Message
+from lockstep.workers.connection import connect
+from lockstep.workers.env import env_int
+from lockstep.workers.message import ConsumeContext, ConsumeStatus, Message
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ import random
 import threading
 import time
 
-from workers.producer import Producer
+from lockstep.workers.producer import Producer
 
 STEPS = ("created", "paid", "shipped", "completed")
 

@@ -17,13 +17,13 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from dashboard.deadletters.roles import REPLAY
-from dashboard.demo.handlers import FIXED_FLAG, poison_every
-from dashboard.monitor.redis_conn import get_redis
-from dashboard.monitor.views.errors import post_only
+from lockstep.dashboard.deadletters.roles import REPLAY
+from lockstep.dashboard.demo.handlers import FIXED_FLAG, poison_every
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.monitor.views.errors import post_only
 
 DEMO_GROUP = "billing"
-DEMO_HANDLER = "dashboard.demo.handle_billing"
+DEMO_HANDLER = "lockstep.dashboard.demo.handle_billing"
 
 
 def demo_configured() -> bool:

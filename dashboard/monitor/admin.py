@@ -1,10 +1,10 @@
 from django.contrib import admin, messages
 from django.http import HttpRequest
 
-from dashboard.monitor.models import Event, Topic
-from dashboard.monitor.redis_conn import get_redis
-from workers.errors import LockstepError
-from workers.topics import create_topic
+from lockstep.dashboard.monitor.models import Event, Topic
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.workers.errors import LockstepError
+from lockstep.workers.topics import create_topic
 
 
 @admin.register(Topic)

@@ -2,6 +2,6 @@ from django.apps import AppConfig
 
 
 class MonitorConfig(AppConfig):
-    name = "dashboard.monitor"
+    name = "lockstep.dashboard.monitor"
     label = "monitor"
     verbose_name = "Lockstep monitor"

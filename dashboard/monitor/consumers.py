@@ -22,21 +22,21 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from dashboard.monitor.ingest import CURSOR
-from dashboard.monitor.live import (
+from lockstep.dashboard.monitor.ingest import CURSOR
+from lockstep.dashboard.monitor.live import (
     EVENTS_GROUP,
     OVERVIEW_GROUP,
     RECENT_EVENTS,
     compact_details,
     queue_group,
 )
-from dashboard.monitor.models import IngestCursor
-from dashboard.monitor.push_socket import PushOnlyConsumer
-from dashboard.monitor.queries import recent_events
-from dashboard.monitor.redis_conn import get_redis
-from workers.errors import UnknownTopicError
-from workers.inspect import get_topic, overview, queue_state
-from workers.refs import QueueRef
+from lockstep.dashboard.monitor.models import IngestCursor
+from lockstep.dashboard.monitor.push_socket import PushOnlyConsumer
+from lockstep.dashboard.monitor.queries import recent_events
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.workers.errors import UnknownTopicError
+from lockstep.workers.inspect import get_topic, overview, queue_state
+from lockstep.workers.refs import QueueRef
 
 UNAUTHENTICATED = 4401
 NOT_FOUND = 4404

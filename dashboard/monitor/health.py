@@ -37,8 +37,8 @@ from typing import Any
 import redis
 from django.conf import settings
 
-from dashboard.monitor import queries
-from workers.inspect import (
+from lockstep.dashboard.monitor import queries
+from lockstep.workers.inspect import (
     GroupLag,
     HeldKey,
     LiveConsumer,
@@ -49,8 +49,8 @@ from workers.inspect import (
     held_keys,
     registered_consumers,
 )
-from workers.inspect.consumers import cards_of, heartbeat_timeout
-from workers.refs import QueueRef
+from lockstep.workers.inspect.consumers import cards_of, heartbeat_timeout
+from lockstep.workers.refs import QueueRef
 
 # Rates are "per second over the last minute": long enough to smooth the 10 s lag
 # samples and the 0.5 s commit flushes, short enough to show a stall within a minute.

@@ -52,14 +52,14 @@ import redis
 from django.db import DatabaseError, InterfaceError, connection, transaction
 from django.db.models import F
 
-from dashboard.monitor.live import IDLE_PUSH_SECONDS, OVERVIEW_GROUP, Publisher
-from dashboard.monitor.models import Event, EventCounter, IngestCursor
-from workers import events as ev
-from workers import keys
-from workers.connection import cluster_of
-from workers.events import decode_event, event_shards_from_env, event_streams, stored_id
-from workers.outage import REDIS_DOWN, redis_outage
-from workers.redis_types import Entry, xread_entries
+from lockstep.dashboard.monitor.live import IDLE_PUSH_SECONDS, OVERVIEW_GROUP, Publisher
+from lockstep.dashboard.monitor.models import Event, EventCounter, IngestCursor
+from lockstep.workers import events as ev
+from lockstep.workers import keys
+from lockstep.workers.connection import cluster_of
+from lockstep.workers.events import decode_event, event_shards_from_env, event_streams, stored_id
+from lockstep.workers.outage import REDIS_DOWN, redis_outage
+from lockstep.workers.redis_types import Entry, xread_entries
 
 log = logging.getLogger(__name__)
 

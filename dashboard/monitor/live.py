@@ -38,12 +38,12 @@ import redis
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
-from dashboard.monitor.models import Event
-from dashboard.monitor.queries import NOISY_TYPES, event_dict
-from dashboard.monitor.redis_conn import channel_layer_outage
-from workers.errors import UnknownTopicError
-from workers.inspect import QueueLag, TopicState, overview, queue_of, topic_state
-from workers.outage import REDIS_DOWN
+from lockstep.dashboard.monitor.models import Event
+from lockstep.dashboard.monitor.queries import NOISY_TYPES, event_dict
+from lockstep.dashboard.monitor.redis_conn import channel_layer_outage
+from lockstep.workers.errors import UnknownTopicError
+from lockstep.workers.inspect import QueueLag, TopicState, overview, queue_of, topic_state
+from lockstep.workers.outage import REDIS_DOWN
 
 log = logging.getLogger(__name__)
 

@@ -39,12 +39,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from dashboard.alerts.models import ACKNOWLEDGED, OPEN, Alert
-from dashboard.alerts.rules import RULES
-from dashboard.monitor.health import read_stuck
-from dashboard.monitor.models import EventCounter
-from dashboard.monitor.redis_conn import get_redis
-from workers.inspect import (
+from lockstep.dashboard.alerts.models import ACKNOWLEDGED, OPEN, Alert
+from lockstep.dashboard.alerts.rules import RULES
+from lockstep.dashboard.monitor.health import read_stuck
+from lockstep.dashboard.monitor.models import EventCounter
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.workers.inspect import (
     GroupState,
     LiveConsumer,
     Overview,
@@ -53,9 +53,9 @@ from workers.inspect import (
     overview,
     registered_consumers,
 )
-from workers.inspect.consumers import cards_of, heartbeat_timeout
-from workers.inspect.state import group_state
-from workers.refs import QueueRef
+from lockstep.workers.inspect.consumers import cards_of, heartbeat_timeout
+from lockstep.workers.inspect.state import group_state
+from lockstep.workers.refs import QueueRef
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from django.db.models import Count, Max, Min, Q, QuerySet
 
-from dashboard.monitor.models import Event
-from workers import events as ev
+from lockstep.dashboard.monitor.models import Event
+from lockstep.workers import events as ev
 
 # Types an operator can pick in the feed: every name the runtime emits, and the marker the
 # ingester stores where the event stream was trimmed before it could read it.

@@ -12,8 +12,8 @@ from typing import Any, ParamSpec, TypeVar
 import redis
 from django.conf import settings
 
-from workers.connection import connect
-from workers.outage import REDIS_DOWN, Outage, redis_outage
+from lockstep.workers.connection import connect
+from lockstep.workers.outage import REDIS_DOWN, Outage, redis_outage
 
 log = logging.getLogger(__name__)
 

@@ -22,10 +22,10 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from dashboard.alerts.models import RESOLVED, Alert, Delivery
-from dashboard.monitor.models import Event
-from dashboard.monitor.queries import NOISY_TYPES
-from dashboard.reports.models import AnalyticsRun
+from lockstep.dashboard.alerts.models import RESOLVED, Alert, Delivery
+from lockstep.dashboard.monitor.models import Event
+from lockstep.dashboard.monitor.queries import NOISY_TYPES
+from lockstep.dashboard.reports.models import AnalyticsRun
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from dashboard.monitor.consumers import EventsConsumer, OverviewConsumer, QueueConsumer
+from lockstep.dashboard.monitor.consumers import EventsConsumer, OverviewConsumer, QueueConsumer
 
 OVERVIEW_SOCKET_PATH = "/ws/overview/"
 QUEUE_SOCKET_PATH = "/ws/queues/{topic}/{queue}/"  # str.format with the topic and queue

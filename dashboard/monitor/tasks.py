@@ -12,18 +12,25 @@ import redis
 from celery import shared_task
 from django.utils import timezone
 
-from dashboard.monitor import retention
-from dashboard.monitor.redis_conn import get_redis, skipped_during_redis_outage
-from workers import events as ev
-from workers import keys
-from workers.config import Limits
-from workers.inspect import BlockedKey, GroupState, HeldKey, held_keys, list_topics, redis_now_ms
-from workers.inspect.consumers import QueueCardKey, cards_of, consumers
-from workers.inspect.lag import topic_lag
-from workers.inspect.state import group_state
-from workers.redis_types import entries
-from workers.refs import QueueRef
-from workers.topics import Topic
+from lockstep.dashboard.monitor import retention
+from lockstep.dashboard.monitor.redis_conn import get_redis, skipped_during_redis_outage
+from lockstep.workers import events as ev
+from lockstep.workers import keys
+from lockstep.workers.config import Limits
+from lockstep.workers.inspect import (
+    BlockedKey,
+    GroupState,
+    HeldKey,
+    held_keys,
+    list_topics,
+    redis_now_ms,
+)
+from lockstep.workers.inspect.consumers import QueueCardKey, cards_of, consumers
+from lockstep.workers.inspect.lag import topic_lag
+from lockstep.workers.inspect.state import group_state
+from lockstep.workers.redis_types import entries
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import Topic
 
 # A sample is one event per (topic, queue, group) every LOCKSTEP_LAG_SAMPLE_SECONDS: its
 # key lists are capped so that a queue with thousands of stuck keys still makes a small

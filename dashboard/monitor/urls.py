@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard.monitor import views
+from lockstep.dashboard.monitor import views
 
 urlpatterns = [
     path("", views.overview_page, name="overview"),

@@ -9,7 +9,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from dashboard.reports.models import (
+from lockstep.dashboard.reports.models import (
     AnalyticsRun,
     DataCursor,
     GroupDay,

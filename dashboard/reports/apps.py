@@ -2,6 +2,6 @@ from django.apps import AppConfig
 
 
 class ReportsConfig(AppConfig):
-    name = "dashboard.reports"
+    name = "lockstep.dashboard.reports"
     label = "reports"
     verbose_name = "Lockstep analytics reports"

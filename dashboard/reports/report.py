@@ -19,8 +19,8 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
-from dashboard.monitor.health import duration
-from dashboard.reports.models import (
+from lockstep.dashboard.monitor.health import duration
+from lockstep.dashboard.reports.models import (
     AnalyticsRun,
     GroupDay,
     HourlyGroup,

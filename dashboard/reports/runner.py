@@ -14,10 +14,10 @@ from django.db import transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from analytics.job import JobOptions, JobResult, run_job
-from analytics.session import SessionOptions, spark_session
-from dashboard.reports import models as m
-from dashboard.reports.models import AnalyticsRun
+from lockstep.analytics.job import JobOptions, JobResult, run_job
+from lockstep.analytics.session import SessionOptions, spark_session
+from lockstep.dashboard.reports import models as m
+from lockstep.dashboard.reports.models import AnalyticsRun
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ def _expire_abandoned(day: date) -> None:
 
 
 def _hand_to_worker(run: AnalyticsRun) -> None:
-    from dashboard.reports.tasks import run_requested_analytics
+    from lockstep.dashboard.reports.tasks import run_requested_analytics
 
     try:
         run_requested_analytics.delay(run.pk)

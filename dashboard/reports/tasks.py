@@ -7,9 +7,9 @@ import logging
 
 from celery import shared_task
 
-from dashboard.monitor.redis_conn import skipped_during_redis_outage
-from dashboard.reports import runner, writer
-from dashboard.reports.models import AnalyticsRun
+from lockstep.dashboard.monitor.redis_conn import skipped_during_redis_outage
+from lockstep.dashboard.reports import runner, writer
+from lockstep.dashboard.reports.models import AnalyticsRun
 
 log = logging.getLogger(__name__)
 

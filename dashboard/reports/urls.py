@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard.reports import views
+from lockstep.dashboard.reports import views
 
 urlpatterns = [
     path("analytics/", views.report_page, name="analytics"),

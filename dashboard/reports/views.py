@@ -27,8 +27,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonRes
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from dashboard.deadletters.action_views import action_endpoint
-from dashboard.monitor.views.common import (
+from lockstep.dashboard.deadletters.action_views import action_endpoint
+from lockstep.dashboard.monitor.views.common import (
     BadParameter,
     NotFound,
     api_view,
@@ -36,10 +36,16 @@ from dashboard.monitor.views.common import (
     page_view,
     text_param,
 )
-from dashboard.monitor.views.errors import error_answer, post_only
-from dashboard.reports import runner
-from dashboard.reports.models import AnalyticsRun
-from dashboard.reports.report import NoSuchDay, check_day, day_report, default_day, run_state
+from lockstep.dashboard.monitor.views.errors import error_answer, post_only
+from lockstep.dashboard.reports import runner
+from lockstep.dashboard.reports.models import AnalyticsRun
+from lockstep.dashboard.reports.report import (
+    NoSuchDay,
+    check_day,
+    day_report,
+    default_day,
+    run_state,
+)
 
 RUN_ANALYTICS = "reports.run_analytics"
 # ASCII digits only: ``\d`` would take other scripts' digits, which ``date`` refuses.

@@ -55,16 +55,16 @@ from django.db import transaction
 from redis.exceptions import LockError
 from redis.lock import Lock
 
-from analytics.layout import EVENTS, MESSAGES, SAMPLES, arrow_schema
-from analytics.storage import write_batch
-from dashboard.monitor.models import Event
-from dashboard.monitor.redis_conn import get_redis
-from dashboard.reports.models import DataCursor
-from workers import events as ev
-from workers import keys
-from workers.redis_types import Entry, entries
-from workers.refs import QueueRef
-from workers.topics import list_topics
+from lockstep.analytics.layout import EVENTS, MESSAGES, SAMPLES, arrow_schema
+from lockstep.analytics.storage import write_batch
+from lockstep.dashboard.monitor.models import Event
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.reports.models import DataCursor
+from lockstep.workers import events as ev
+from lockstep.workers import keys
+from lockstep.workers.redis_types import Entry, entries
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import list_topics
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from analytics.extract import DayData
-from analytics.layout import (
+from lockstep.analytics.extract import DayData
+from lockstep.analytics.layout import (
     COLUMNS,
     DATE_COLUMN,
     EVENTS,
@@ -24,7 +24,7 @@ from analytics.layout import (
     arrow_schema,
     spark_schema,
 )
-from analytics.storage import write_batch
+from lockstep.analytics.storage import write_batch
 
 DAY = date(2026, 11, 23)
 T0 = int(datetime(2026, 11, 23, tzinfo=UTC).timestamp() * 1000)  # the day's midnight, ms

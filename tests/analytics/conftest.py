@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 from pyspark.sql import SparkSession
 
-from analytics.session import SessionOptions, build_session
+from lockstep.analytics.session import SessionOptions, build_session
 
 
 @pytest.fixture(scope="session")

@@ -15,10 +15,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from pyspark.sql import SparkSession
 
-from analytics.job import run_job
 from bench.analytics_data import SEED, make_plan, planted
 from bench.analytics_data.plan import DEPLOY_HOURS
 from bench.analytics_data.topology import CONSUMERS
+from lockstep.analytics.job import run_job
 
 ROWS = 200_000
 FIELDS = {

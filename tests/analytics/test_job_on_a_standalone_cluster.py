@@ -3,7 +3,7 @@ whose executor reads the data itself through a ``file:///`` URI) gives the same 
 as on the suite's local session: nothing in it depends on running inside the driver's
 JVM or on one partitioning of the data.
 
-The cluster run is a ``python -m analytics`` process (the CLI that spark-submit runs),
+The cluster run is a ``python -m lockstep.analytics`` process (the CLI that spark-submit runs),
 since a Python process holds one SparkContext and the suite's is local; the local run
 happens meanwhile in the suite's session, and its result goes through the same JSON."""
 
@@ -20,15 +20,15 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from analytics.job import run_job
 from bench.analytics_data import generate
+from lockstep.analytics.job import run_job
 from tests.analytics.standalone import standalone_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = date(2026, 11, 23)
 ROWS = 20_000
 RUN_TIMEOUT_S = 240
-CLI = (sys.executable, "-m", "analytics", "--shuffle-partitions", "2")
+CLI = (sys.executable, "-m", "lockstep.analytics", "--shuffle-partitions", "2")
 
 
 def start_job(uri: str, master: str, env: dict[str, str]) -> subprocess.Popen[str]:
@@ -54,7 +54,7 @@ def finish(proc: subprocess.Popen[str]) -> dict[str, Any]:
 
 
 def as_printed(result: Any) -> dict[str, Any]:
-    """A ``JobResult`` as ``python -m analytics`` prints it (times in ISO 8601)."""
+    """A ``JobResult`` as ``python -m lockstep.analytics`` prints it (times in ISO 8601)."""
     text = json.dumps(dataclasses.asdict(result), default=lambda v: v.isoformat())
     return dict(json.loads(text))
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import SparkSession
 
-from analytics import load, transform
+from lockstep.analytics import load, transform
 from tests.analytics.builders import at, day_data, message
 
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from analytics import load, transform
+from lockstep.analytics import load, transform
 from tests.analytics import reference
 from tests.analytics.builders import HOUR, SECOND, T0, day_data, event, message, sample
 

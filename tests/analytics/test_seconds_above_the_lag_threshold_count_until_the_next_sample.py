@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from analytics import load, transform
+from lockstep.analytics import load, transform
 from tests.analytics.builders import at, day_data, sample
 
 

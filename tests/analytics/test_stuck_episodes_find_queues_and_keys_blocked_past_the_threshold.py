@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 from pyspark.sql import SparkSession
 
-from analytics import load, transform
+from lockstep.analytics import load, transform
 from tests.analytics.builders import (
     at,
     blocked_key,

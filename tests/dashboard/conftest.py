@@ -22,6 +22,8 @@ def roles(transactional_db: None) -> None:
     types collide with the serialized ones)."""
     from django.apps import apps
 
-    import_module("dashboard.deadletters.migrations.0002_roles").create_roles(apps, None)
-    import_module("dashboard.alerts.migrations.0002_roles").grant(apps, None)
-    import_module("dashboard.reports.migrations.0003_run_analytics_permission").grant(apps, None)
+    import_module("lockstep.dashboard.deadletters.migrations.0002_roles").create_roles(apps, None)
+    import_module("lockstep.dashboard.alerts.migrations.0002_roles").grant(apps, None)
+    import_module("lockstep.dashboard.reports.migrations.0003_run_analytics_permission").grant(
+        apps, None
+    )

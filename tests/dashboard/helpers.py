@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TypeVar
 
-from workers import Consumer, ConsumeStatus, Producer, SendResult, Subscription
-from workers.message import ConsumeContext, Message
+from lockstep.workers import Consumer, ConsumeStatus, Producer, SendResult, Subscription
+from lockstep.workers.message import ConsumeContext, Message
 
 T = TypeVar("T")
 HANDLER = "tests.dashboard.helpers.recorded"

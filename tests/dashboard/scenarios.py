@@ -11,12 +11,12 @@ from typing import Any
 
 import redis
 
-from dashboard.monitor.ingest import Ingester
+from lockstep.dashboard.monitor.ingest import Ingester
+from lockstep.workers import Consumer, ConsumeStatus, Subscription, Timings, keys
+from lockstep.workers import events as ev
+from lockstep.workers.hashing import queue_for_key
+from lockstep.workers.message import ConsumeContext, Message
 from tests.dashboard.helpers import wait_until
-from workers import Consumer, ConsumeStatus, Subscription, Timings, keys
-from workers import events as ev
-from workers.hashing import queue_for_key
-from workers.message import ConsumeContext, Message
 
 HANDLER = "tests.dashboard.scenarios.handler"
 # Short heartbeats so a consumer's card (state, retries, blocked keys) is fresh within a
@@ -83,7 +83,7 @@ def ingest_until(
 ) -> int:
     """Ingest until at least ``minimum`` events of ``event_type`` are stored; returns how
     many are (the runtime buffers events up to its flush interval)."""
-    from dashboard.monitor.models import Event
+    from lockstep.dashboard.monitor.models import Event
 
     def stored() -> int:
         ingest_all(client)

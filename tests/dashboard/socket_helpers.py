@@ -13,8 +13,8 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.asgi import application
-from workers import keys
+from lockstep.dashboard.asgi import application
+from lockstep.workers import keys
 
 ORIGIN = (b"origin", b"http://127.0.0.1")
 # Fields that move with the clock alone; everything else must match exactly.

@@ -42,7 +42,7 @@ def site_env(redis_url: str, workdir: Path, **extra: str) -> dict[str, str]:
     return {
         **os.environ,
         "PYTHONPATH": str(REPO),
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "DJANGO_SETTINGS_MODULE": "lockstep.dashboard.settings",
         "REDIS_URL": redis_url,
         "CHANNELS_REDIS_URL": redis_url,
         "CELERY_BROKER_URL": redis_url,
@@ -88,7 +88,7 @@ class Site:
                 "127.0.0.1",
                 "-p",
                 str(self.port),
-                "dashboard.asgi:application",
+                "lockstep.dashboard.asgi:application",
             ],
             "ingester": [sys.executable, "manage.py", "ingest_events", *args],
             # Runs bulk replays and discards (no beat: tests sync with ``manage.py dlq``).
@@ -97,7 +97,7 @@ class Site:
                 "-m",
                 "celery",
                 "-A",
-                "dashboard.celery",
+                "lockstep.dashboard.celery",
                 "worker",
                 "--pool",
                 "solo",
@@ -168,7 +168,7 @@ def running_site(
     site = Site(env, free_port(), workdir)
     site.manage("migrate", "--noinput")
     site.manage("bootstrap_demo")
-    from workers import create_topic
+    from lockstep.workers import create_topic
 
     for name, queues in topics.items():
         create_topic(client, name, queues)

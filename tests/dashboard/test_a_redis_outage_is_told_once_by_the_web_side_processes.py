@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 import redis
 
-from dashboard.alerts.evaluate import LEASE_NAME, LEASE_PREFIX
+from lockstep.dashboard.alerts.evaluate import LEASE_NAME, LEASE_PREFIX
+from lockstep.workers import create_topic, keys
+from lockstep.workers.topics import register_group
 from tests.dashboard.helpers import produce, wait_until
 from tests.dashboard.stack import REPO
 from tests.dashboard.web_processes import WebSide
 from tests.support import RestartableRedis
-from workers import create_topic, keys
-from workers.topics import register_group
 
 # Several of each process's polls fail meanwhile (a call gives up after about 2 s of
 # redis-py's own retries), so a process that told each failure would be caught.

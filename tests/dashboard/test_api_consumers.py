@@ -12,9 +12,9 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
+from lockstep.workers import create_topic
 from tests.dashboard.helpers import wait_until
 from tests.dashboard.scenarios import FailOn, consuming
-from workers import create_topic
 
 pytestmark = pytest.mark.django_db
 

@@ -11,10 +11,10 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from dashboard.monitor.models import Event
+from lockstep.dashboard.monitor.models import Event
+from lockstep.workers import create_topic
+from lockstep.workers import events as ev
 from tests.dashboard.scenarios import FailOn, consuming, ingest_all, ingest_until, write_event
-from workers import create_topic
-from workers import events as ev
 
 pytestmark = pytest.mark.django_db
 

@@ -10,12 +10,12 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
+from lockstep.workers import create_topic
+from lockstep.workers import events as ev
+from lockstep.workers.config import AfterDlq, Ordering
+from lockstep.workers.topics import groups_of, register_group
 from tests.dashboard.helpers import per_queue, produce, wait_until
 from tests.dashboard.scenarios import FailOn, consuming, ingest_until
-from workers import create_topic
-from workers import events as ev
-from workers.config import AfterDlq, Ordering
-from workers.topics import groups_of, register_group
 
 pytestmark = pytest.mark.django_db
 

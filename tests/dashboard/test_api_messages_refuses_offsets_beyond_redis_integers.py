@@ -8,7 +8,7 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
-from workers import create_topic
+from lockstep.workers import create_topic
 
 pytestmark = pytest.mark.django_db
 

@@ -10,6 +10,12 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
+from lockstep.workers import create_topic, keys
+from lockstep.workers import events as ev
+from lockstep.workers.config import Ordering
+from lockstep.workers.hashing import queue_for_key
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import register_group
 from tests.dashboard.helpers import produce, wait_until
 from tests.dashboard.scenarios import (
     FailOn,
@@ -20,12 +26,6 @@ from tests.dashboard.scenarios import (
     redis_now_ms,
     write_event,
 )
-from workers import create_topic, keys
-from workers import events as ev
-from workers.config import Ordering
-from workers.hashing import queue_for_key
-from workers.refs import QueueRef
-from workers.topics import register_group
 
 pytestmark = pytest.mark.django_db
 

@@ -39,7 +39,11 @@ def test_it_prints_a_series_and_a_summary_of_a_short_soak() -> None:
     done = subprocess.run(
         [sys.executable, "manage.py", "benchmark", "soak", "--minutes", "0.2", "--json"],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "DJANGO_SETTINGS_MODULE": "dashboard.settings"},
+        env={
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "DJANGO_SETTINGS_MODULE": "lockstep.dashboard.settings",
+        },
         capture_output=True,
         text=True,
         timeout=110,

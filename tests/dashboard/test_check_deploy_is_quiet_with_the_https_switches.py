@@ -16,7 +16,7 @@ def check_deploy(tmp_path: Path, **extra: str) -> str:
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO),
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "DJANGO_SETTINGS_MODULE": "lockstep.dashboard.settings",
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
         "DJANGO_DEBUG": "false",
         "DJANGO_SECRET_KEY": "a-long-random-production-key-" + "x" * 40,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import redis
 
-from workers.topics import get_topic
+from lockstep.workers.topics import get_topic
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -21,7 +21,7 @@ def test_it_creates_the_topic_without_a_migrated_database(
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO),
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        "DJANGO_SETTINGS_MODULE": "lockstep.dashboard.settings",
         "REDIS_URL": redis_url,
         "DATABASE_URL": f"sqlite:///{tmp_path / 'never-migrated.sqlite3'}",
     }

@@ -14,6 +14,8 @@ import pytest
 import redis
 from playwright.sync_api import Browser, Page
 
+from lockstep.workers import Consumer
+from lockstep.workers.topics import groups_of
 from tests.dashboard.helpers import produce, wait_until
 from tests.dashboard.scenarios import FailOn, consuming, key_on_queue
 from tests.dashboard.stack import (
@@ -25,8 +27,6 @@ from tests.dashboard.stack import (
     log_in,
     running_site,
 )
-from workers import Consumer
-from workers.topics import groups_of
 
 QUEUES = 4
 LIVE_KEY = key_on_queue(1, QUEUES)  # flows

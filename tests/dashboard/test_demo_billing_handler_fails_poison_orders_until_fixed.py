@@ -11,11 +11,11 @@ import pytest
 import redis
 from django.core.management import call_command
 
+from lockstep.workers import Consumer, Producer, QueueRef, create_topic
+from lockstep.workers.config import Subscription, subscriptions_from_json
+from lockstep.workers.dead_letters import ReplayOutcome, replay
+from lockstep.workers.inspect import holds, list_dead_letters
 from tests.workers.harness import FAST, events, wait_until
-from workers import Consumer, Producer, QueueRef, create_topic
-from workers.config import Subscription, subscriptions_from_json
-from workers.dead_letters import ReplayOutcome, replay
-from workers.inspect import holds, list_dead_letters
 
 STEPS = ("created", "paid", "shipped", "completed")
 
@@ -27,7 +27,7 @@ def _billing_subscription(settings_subscriptions: str) -> list[Subscription]:
 def test_it_dead_letters_a_poison_order_until_fixed_and_then_replays_it_in_order(
     redis_client: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dashboard import settings as project_settings
+    from lockstep.dashboard import settings as project_settings
 
     monkeypatch.setenv("LOCKSTEP_DEMO_POISON_EVERY", "5")
     create_topic(redis_client, "orders", 1)

@@ -24,13 +24,13 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dashboard.alerts.models import Alert, Channel, RuleSetting, Silence
+from lockstep.dashboard.alerts.models import Alert, Channel, RuleSetting, Silence
+from lockstep.workers import create_topic
+from lockstep.workers.topics import register_group
 from tests.dashboard.deadletters.conftest import admin_user, operator, viewer
 from tests.dashboard.deadletters.helpers import T0_MS, add_dead_letter, synced
 from tests.dashboard.helpers import produce
 from tests.dashboard.scenarios import ingest_all, write_event
-from workers import create_topic
-from workers.topics import register_group
 
 if TYPE_CHECKING:  # the test client's response type exists only in django-stubs
     from django.test.client import _MonkeyPatchedWSGIResponse as Response

@@ -8,12 +8,12 @@ from __future__ import annotations
 import pytest
 import redis
 
-from dashboard.monitor.ingest import Ingester
-from dashboard.monitor.models import Event, IngestCursor
-from workers import events as ev
-from workers import keys
-from workers.events import shard_streams
-from workers.redis_types import entries
+from lockstep.dashboard.monitor.ingest import Ingester
+from lockstep.dashboard.monitor.models import Event, IngestCursor
+from lockstep.workers import events as ev
+from lockstep.workers import keys
+from lockstep.workers.events import shard_streams
+from lockstep.workers.redis_types import entries
 
 pytestmark = pytest.mark.django_db
 

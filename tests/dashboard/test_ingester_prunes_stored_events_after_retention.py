@@ -12,12 +12,12 @@ import redis
 from django_celery_beat.models import PeriodicTask
 from django_celery_beat.schedulers import DatabaseScheduler
 
-from dashboard.celery import app
-from dashboard.monitor.ingest import Ingester
-from dashboard.monitor.models import Event, EventCounter, IngestCursor
-from dashboard.monitor.tasks import prune_events
-from workers import keys
-from workers.redis_types import as_bytes
+from lockstep.dashboard.celery import app
+from lockstep.dashboard.monitor.ingest import Ingester
+from lockstep.dashboard.monitor.models import Event, EventCounter, IngestCursor
+from lockstep.dashboard.monitor.tasks import prune_events
+from lockstep.workers import keys
+from lockstep.workers.redis_types import as_bytes
 
 pytestmark = pytest.mark.django_db
 
@@ -76,7 +76,7 @@ def test_it_runs_hourly_on_the_beat_schedule_as_a_registered_task() -> None:
     DatabaseScheduler(app=app)  # syncs CELERY_BEAT_SCHEDULE into the database, as beat does
 
     entry = PeriodicTask.objects.get(name="lockstep-prune-events")
-    assert entry.task == "dashboard.monitor.tasks.prune_events"
+    assert entry.task == "lockstep.dashboard.monitor.tasks.prune_events"
     assert entry.task in app.tasks
     assert entry.crontab is not None
     assert (entry.crontab.minute, entry.crontab.hour) == ("17", "*")

@@ -11,12 +11,12 @@ from collections import defaultdict
 import pytest
 import redis
 
-from dashboard.monitor.ingest import EVENTS_LOST, Ingester
-from dashboard.monitor.models import Event, IngestCursor
-from workers import events as ev
-from workers import keys
-from workers.events import read_all_events, shard_streams
-from workers.redis_types import entries
+from lockstep.dashboard.monitor.ingest import EVENTS_LOST, Ingester
+from lockstep.dashboard.monitor.models import Event, IngestCursor
+from lockstep.workers import events as ev
+from lockstep.workers import keys
+from lockstep.workers.events import read_all_events, shard_streams
+from lockstep.workers.redis_types import entries
 
 pytestmark = pytest.mark.django_db
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 import redis
 
-from dashboard.monitor.ingest import EVENTS_LOST, Ingester
-from dashboard.monitor.models import Event
-from workers import events as ev
-from workers import keys
-from workers.redis_types import entries
+from lockstep.dashboard.monitor.ingest import EVENTS_LOST, Ingester
+from lockstep.dashboard.monitor.models import Event
+from lockstep.workers import events as ev
+from lockstep.workers import keys
+from lockstep.workers.redis_types import entries
 
 pytestmark = pytest.mark.django_db
 

@@ -10,9 +10,9 @@ import logging
 import pytest
 import redis
 
-from dashboard.monitor.ingest import EVENTS_LOST, Ingester
-from dashboard.monitor.models import Event, EventCounter, IngestCursor
-from workers import keys
+from lockstep.dashboard.monitor.ingest import EVENTS_LOST, Ingester
+from lockstep.dashboard.monitor.models import Event, EventCounter, IngestCursor
+from lockstep.workers import keys
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +59,7 @@ def test_it_records_how_many_events_were_trimmed_past_the_cursor(
     later = _append(redis_client, 100, start=10)
     redis_client.xtrim(keys.EVENTS, maxlen=30, approximate=False)  # 70 never stored
 
-    with caplog.at_level(logging.ERROR, logger="dashboard.monitor.ingest"):
+    with caplog.at_level(logging.ERROR, logger="lockstep.dashboard.monitor.ingest"):
         _drain(ingester)
 
     (lost,) = Event.objects.filter(type=EVENTS_LOST)

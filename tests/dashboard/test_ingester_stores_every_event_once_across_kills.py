@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import redis
 
+from lockstep.workers import events as ev
+from lockstep.workers.events import EventLog, count_events
 from tests.dashboard.helpers import wait_until
 from tests.dashboard.web_processes import WebSide, stream_ids
-from workers import events as ev
-from workers.events import EventLog, count_events
 
 LOAD_SECONDS = 7.0
 KILLS = 2

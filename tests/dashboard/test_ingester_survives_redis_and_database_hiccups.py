@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 import redis
 
+from lockstep.workers import keys
+from lockstep.workers.events import EventLog, count_events
 from tests.dashboard.helpers import wait_until
 from tests.dashboard.web_processes import WebSide, stream_ids
 from tests.support import RestartableRedis
-from workers import keys
-from workers.events import EventLog, count_events
 
 RETRY = re.compile(r"ingester: (Redis|database) unavailable .*; retrying in ([0-9.]+)s")
 

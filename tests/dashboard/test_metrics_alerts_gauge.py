@@ -9,8 +9,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from dashboard.alerts.models import ACKNOWLEDGED, CRITICAL, OPEN, RESOLVED, WARNING, Alert
-from dashboard.alerts.rules import RULES
+from lockstep.dashboard.alerts.models import ACKNOWLEDGED, CRITICAL, OPEN, RESOLVED, WARNING, Alert
+from lockstep.dashboard.alerts.rules import RULES
 from tests.dashboard.test_metrics_endpoint import parse
 
 pytestmark = pytest.mark.django_db

@@ -13,12 +13,12 @@ import redis
 from django.test import Client
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from dashboard.monitor.ingest import Ingester
-from dashboard.monitor.models import Event
-from dashboard.monitor.tasks import prune_events
-from workers import create_topic, keys
-from workers.refs import QueueRef
-from workers.topics import register_group
+from lockstep.dashboard.monitor.ingest import Ingester
+from lockstep.dashboard.monitor.models import Event
+from lockstep.dashboard.monitor.tasks import prune_events
+from lockstep.workers import create_topic, keys
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import register_group
 
 pytestmark = pytest.mark.django_db
 

@@ -11,13 +11,13 @@ import pytest
 import redis
 from django.test import Client
 
+from lockstep.workers import create_topic, keys
+from lockstep.workers.inspect import redis_now_ms
+from lockstep.workers.inspect.consumers import heartbeat_timeout
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import register_group
 from tests.dashboard.deadletters.helpers import add_dead_letter
 from tests.dashboard.test_metrics_endpoint import Family, parse, value_of
-from workers import create_topic, keys
-from workers.inspect import redis_now_ms
-from workers.inspect.consumers import heartbeat_timeout
-from workers.refs import QueueRef
-from workers.topics import register_group
 
 pytestmark = pytest.mark.django_db
 

@@ -12,9 +12,9 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
+from lockstep.workers import Producer, create_topic
+from lockstep.workers.topics import register_group
 from tests.dashboard.scenarios import ingest_all, redis_now_ms, write_event
-from workers import Producer, create_topic
-from workers.topics import register_group
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
+from lockstep.workers import create_topic
 from tests.dashboard.helpers import per_queue, produce, running_consumer, wait_until
-from workers import create_topic
 
 pytestmark = pytest.mark.django_db
 

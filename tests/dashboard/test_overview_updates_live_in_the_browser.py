@@ -13,6 +13,8 @@ import pytest
 import redis
 from playwright.sync_api import Browser, Page
 
+from lockstep.workers import create_topic
+from lockstep.workers.topics import groups_of, register_group
 from tests.dashboard.helpers import produce, running_consumer, wait_until
 from tests.dashboard.stack import (
     ARTIFACTS,
@@ -23,8 +25,6 @@ from tests.dashboard.stack import (
     log_in,
     running_site,
 )
-from workers import create_topic
-from workers.topics import groups_of, register_group
 
 ROOT = "document.getElementById('overview')"  # carries seq and why the page last re-read
 

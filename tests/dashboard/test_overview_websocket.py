@@ -12,12 +12,12 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.asgi import application
-from dashboard.monitor.ingest import Ingester
-from dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.asgi import application
+from lockstep.dashboard.monitor.ingest import Ingester
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.workers import create_topic
+from lockstep.workers.topics import register_group
 from tests.dashboard.helpers import per_queue, produce
-from workers import create_topic
-from workers.topics import register_group
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,8 +8,8 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
-from workers import create_topic
-from workers.topics import register_group
+from lockstep.workers import create_topic
+from lockstep.workers.topics import register_group
 
 pytestmark = pytest.mark.django_db
 

@@ -12,10 +12,10 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
+from lockstep.workers import create_topic
+from lockstep.workers import events as ev
 from tests.dashboard.helpers import produce, wait_until
 from tests.dashboard.scenarios import FailOn, consuming, ingest_until
-from workers import create_topic
-from workers import events as ev
 
 pytestmark = pytest.mark.django_db
 

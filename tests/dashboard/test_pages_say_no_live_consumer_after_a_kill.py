@@ -16,9 +16,9 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
+from lockstep.workers import create_topic
 from tests.dashboard.helpers import produce, wait_until
 from tests.workers.harness import ConsumerProcess
-from workers import create_topic
 
 pytestmark = pytest.mark.django_db
 

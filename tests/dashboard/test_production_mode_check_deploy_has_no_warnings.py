@@ -17,7 +17,7 @@ def check_deploy(tmp_path: Path, **extra: str) -> subprocess.CompletedProcess[st
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "LOCKSTEP_"))}
     env.update(
         PYTHONPATH=str(REPO),
-        DJANGO_SETTINGS_MODULE="dashboard.settings",
+        DJANGO_SETTINGS_MODULE="lockstep.dashboard.settings",
         DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
         LOCKSTEP_ENV="production",
         DJANGO_SECRET_KEY=STRONG_KEY,

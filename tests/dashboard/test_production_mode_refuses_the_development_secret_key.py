@@ -21,7 +21,7 @@ def start(tmp_path: Path, **extra: str) -> subprocess.CompletedProcess[str]:
     }
     env.update(
         PYTHONPATH=str(REPO),
-        DJANGO_SETTINGS_MODULE="dashboard.settings",
+        DJANGO_SETTINGS_MODULE="lockstep.dashboard.settings",
         DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
         **extra,
     )

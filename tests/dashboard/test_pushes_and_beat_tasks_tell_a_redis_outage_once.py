@@ -14,12 +14,12 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
-from dashboard.alerts import push
-from dashboard.deadletters.tasks import sync_dead_letters
-from dashboard.monitor import live, redis_conn
-from dashboard.monitor.tasks import sample_lag
+from lockstep.dashboard.alerts import push
+from lockstep.dashboard.deadletters.tasks import sync_dead_letters
+from lockstep.dashboard.monitor import live, redis_conn
+from lockstep.dashboard.monitor.tasks import sample_lag
+from lockstep.workers.outage import Outage
 from tests.support import RestartableRedis
-from workers.outage import Outage
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,11 +12,11 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.monitor.models import Event
+from lockstep.dashboard.monitor.models import Event
+from lockstep.workers import create_topic
+from lockstep.workers import events as ev
 from tests.dashboard.helpers import produce, wait_until
 from tests.dashboard.scenarios import QUICK, FailOn, consuming, ingest_all
-from workers import create_topic
-from workers import events as ev
 
 pytestmark = pytest.mark.django_db
 

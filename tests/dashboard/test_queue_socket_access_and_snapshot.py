@@ -11,10 +11,10 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.monitor.ingest import Ingester
+from lockstep.dashboard.monitor.ingest import Ingester
+from lockstep.workers import create_topic
 from tests.dashboard.helpers import produce, running_consumer, wait_until
 from tests.dashboard.socket_helpers import communicator, session_cookie, stable, write_events
-from workers import create_topic
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

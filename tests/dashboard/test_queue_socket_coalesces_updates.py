@@ -16,9 +16,12 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.monitor.ingest import Ingester
-from dashboard.monitor.live import RECENT_EVENTS, queue_group
-from dashboard.monitor.models import Event
+from lockstep.dashboard.monitor.ingest import Ingester
+from lockstep.dashboard.monitor.live import RECENT_EVENTS, queue_group
+from lockstep.dashboard.monitor.models import Event
+from lockstep.workers import create_topic, keys
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import register_group
 from tests.dashboard.socket_helpers import (
     communicator,
     drain,
@@ -26,9 +29,6 @@ from tests.dashboard.socket_helpers import (
     stable,
     write_events,
 )
-from workers import create_topic, keys
-from workers.refs import QueueRef
-from workers.topics import register_group
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

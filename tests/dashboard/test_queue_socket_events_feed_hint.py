@@ -8,7 +8,7 @@ import redis
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 
-from dashboard.monitor.ingest import Ingester
+from lockstep.dashboard.monitor.ingest import Ingester
 from tests.dashboard.socket_helpers import communicator, drain, session_cookie, write_events
 
 pytestmark = pytest.mark.django_db(transaction=True)

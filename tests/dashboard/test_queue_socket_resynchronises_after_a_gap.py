@@ -13,7 +13,10 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.monitor.ingest import Ingester
+from lockstep.dashboard.monitor.ingest import Ingester
+from lockstep.workers import create_topic, keys
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import register_group
 from tests.dashboard.socket_helpers import (
     ReferencePage,
     communicator,
@@ -22,9 +25,6 @@ from tests.dashboard.socket_helpers import (
     stable,
     write_events,
 )
-from workers import create_topic, keys
-from workers.refs import QueueRef
-from workers.topics import register_group
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

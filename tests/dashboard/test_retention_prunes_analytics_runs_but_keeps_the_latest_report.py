@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from dashboard.monitor.tasks import prune_events
-from dashboard.reports.models import AnalyticsRun, QueueDay, StuckEpisode
+from lockstep.dashboard.monitor.tasks import prune_events
+from lockstep.dashboard.reports.models import AnalyticsRun, QueueDay, StuckEpisode
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from dashboard.alerts.models import (
+from lockstep.dashboard.alerts.models import (
     ACKNOWLEDGED,
     OPEN,
     RESOLVED,
@@ -19,7 +19,7 @@ from dashboard.alerts.models import (
     Channel,
     Delivery,
 )
-from dashboard.monitor.tasks import prune_events
+from lockstep.dashboard.monitor.tasks import prune_events
 
 pytestmark = pytest.mark.django_db
 

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 import redis
 
-from dashboard.monitor.ingest import Ingester
-from dashboard.monitor.models import Event, EventCounter
-from dashboard.monitor.tasks import prune_events
-from workers import events as ev
-from workers import keys
-from workers.redis_types import as_bytes
+from lockstep.dashboard.monitor.ingest import Ingester
+from lockstep.dashboard.monitor.models import Event, EventCounter
+from lockstep.dashboard.monitor.tasks import prune_events
+from lockstep.workers import events as ev
+from lockstep.workers import keys
+from lockstep.workers.redis_types import as_bytes
 
 pytestmark = pytest.mark.django_db
 

@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from dashboard.alerts.dispatch import send_test
-from dashboard.alerts.models import Channel
+from lockstep.dashboard.alerts.dispatch import send_test
+from lockstep.dashboard.alerts.models import Channel
+from lockstep.workers import Producer, create_topic
+from lockstep.workers.events import event_streams
 from tests.support import redis_server
 from tests.workers.handlers import fail_flag
 from tests.workers.harness import (
@@ -29,8 +31,6 @@ from tests.workers.harness import (
     stream_entries,
     wait_until,
 )
-from workers import Producer, create_topic
-from workers.events import event_streams
 
 REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "Never-Print-Me-8731"
@@ -96,7 +96,7 @@ def test_it_masks_a_url_password_in_any_log_line(protected_url: str, tmp_path: P
         "logging.getLogger('lockstep.test').warning('connecting to %s', os.environ['REDIS_URL'])"
     )
     env = {**os.environ, "REDIS_URL": protected_url, "PYTHONPATH": str(REPO)}
-    env.update(DJANGO_SETTINGS_MODULE="dashboard.settings")
+    env.update(DJANGO_SETTINGS_MODULE="lockstep.dashboard.settings")
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True
     )

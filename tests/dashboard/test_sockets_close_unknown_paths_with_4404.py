@@ -8,7 +8,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.asgi import application
+from lockstep.dashboard.asgi import application
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

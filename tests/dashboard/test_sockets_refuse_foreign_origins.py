@@ -10,7 +10,7 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 
-from dashboard.asgi import application
+from lockstep.dashboard.asgi import application
 from tests.dashboard.socket_helpers import session_cookie
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -21,11 +21,11 @@ from django.contrib.auth.models import User
 
 from bench.dashboard import login
 from bench.ws_client import ConnectionClosed, WebSocket
-from dashboard.deadletters.models import ActionRequest
-from dashboard.monitor.push_socket import MAX_CLIENT_MESSAGE_BYTES
+from lockstep.dashboard.deadletters.models import ActionRequest
+from lockstep.dashboard.monitor.push_socket import MAX_CLIENT_MESSAGE_BYTES
+from lockstep.workers import create_topic
 from tests.dashboard.socket_helpers import communicator, session_cookie
 from tests.dashboard.stack import PASSWORD, USER, Site, running_site
-from workers import create_topic
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

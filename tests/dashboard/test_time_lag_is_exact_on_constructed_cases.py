@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import redis
 
+from lockstep.workers import create_topic, keys
+from lockstep.workers.inspect import overview, queue_state
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import register_group
 from tests.dashboard.helpers import produce
-from workers import create_topic, keys
-from workers.inspect import overview, queue_state
-from workers.refs import QueueRef
-from workers.topics import register_group
 
 TOLERANCE_S = 0.001  # time_lag_s is rounded to the millisecond
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import redis
 
 from bench.common import ConsumerProcess, committed_total, load_topic
+from lockstep.workers.events import count_events
 from tests.dashboard.helpers import wait_until
 from tests.dashboard.web_processes import SLEEP_5MS, WebSide, stream_ids
-from workers.events import count_events
 
 QUEUES = 8
 BACKLOG = 40_000  # more than the consumer can finish during the test (~1,500 msg/s)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import redis
 
+from lockstep.workers.events import read_all_events
+from lockstep.workers.message import ConsumeContext, ConsumeStatus, Message
 from tests.dashboard.stack import Site, site_env
 from tests.support import free_port
-from workers.events import read_all_events
-from workers.message import ConsumeContext, ConsumeStatus, Message
 
 
 class WebSide(Site):

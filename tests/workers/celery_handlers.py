@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import redis
 
-from workers import ConsumeContext, ConsumeStatus, Message
-from workers.connection import connect
+from lockstep.workers import ConsumeContext, ConsumeStatus, Message
+from lockstep.workers.connection import connect
 
 _client: redis.Redis | None = None
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import redis
 
+from lockstep.workers import Consumer, Producer, Subscription
 from tests.workers.harness import FAST, RECORD_HANDLER, ConsumerProcess
-from workers import Consumer, Producer, Subscription
 
 SpawnConsumer = Callable[..., ConsumerProcess]
 StartConsumer = Callable[..., Consumer]

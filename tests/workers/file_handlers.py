@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from workers import ConsumeStatus
-from workers.message import ConsumeContext, Message
+from lockstep.workers import ConsumeStatus
+from lockstep.workers.message import ConsumeContext, Message
 
 RECORD_FILE_ENV = "LOCKSTEP_TEST_RECORD_FILE"
 HANDLER_MS_ENV = "LOCKSTEP_TEST_HANDLER_MS"

@@ -43,9 +43,9 @@ from typing import Any
 
 import redis
 
-from workers import ConsumeStatus
-from workers.connection import connect
-from workers.message import ConsumeContext, Message
+from lockstep.workers import ConsumeStatus
+from lockstep.workers.connection import connect
+from lockstep.workers.message import ConsumeContext, Message
 
 HANDLED = "test:handled"
 CALLS = "test:calls"

@@ -17,11 +17,11 @@ from typing import Any, cast
 
 import redis
 
+from lockstep.workers import keys
+from lockstep.workers.config import Timings
+from lockstep.workers.events import read_all_events
+from lockstep.workers.refs import QueueRef
 from tests.workers.handlers import HANDLED
-from workers import keys
-from workers.config import Timings
-from workers.events import read_all_events
-from workers.refs import QueueRef
 
 REPO = Path(__file__).resolve().parents[2]
 RECORD_HANDLER = "tests.workers.handlers.record"
@@ -102,7 +102,7 @@ class ConsumerProcess:
             **FAST_ENV,
             "REDIS_URL": self.redis_url,
             "PYTHONPATH": str(REPO),
-            "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+            "DJANGO_SETTINGS_MODULE": "lockstep.dashboard.settings",
             **self.env,
         }
         cmd = [

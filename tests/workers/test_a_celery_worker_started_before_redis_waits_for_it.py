@@ -13,10 +13,10 @@ from pathlib import Path
 
 import redis
 
+from lockstep.workers import Producer, create_topic
 from tests.support import RestartableRedis
 from tests.workers.file_handlers import FILE_HANDLER, RECORD_FILE_ENV, recorded
 from tests.workers.harness import REPO, body, order_violations, wait_until
-from workers import Producer, create_topic
 
 
 def _start_worker(url: str, tmp_path: Path) -> subprocess.Popen[bytes]:
@@ -29,7 +29,7 @@ def _start_worker(url: str, tmp_path: Path) -> subprocess.Popen[bytes]:
         "LOCKSTEP_SUBSCRIPTIONS": json.dumps(subscriptions),
         RECORD_FILE_ENV: str(tmp_path / "records.jsonl"),
     }
-    command = [sys.executable, "-m", "celery", "-A", "dashboard.celery", "worker"]
+    command = [sys.executable, "-m", "celery", "-A", "lockstep.dashboard.celery", "worker"]
     options = ["--pool", "solo", "--without-mingle", "--without-gossip", "-n", "early@%h"]
     with (tmp_path / "worker.log").open("wb") as out:
         return subprocess.Popen(

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import redis
 
+from lockstep.workers import Producer, create_topic
 from tests.support import RestartableRedis
 from tests.workers.file_handlers import FILE_HANDLER, RECORD_FILE_ENV, recorded
 from tests.workers.harness import ConsumerProcess, body, order_violations, wait_until
-from workers import Producer, create_topic
 
 WAITING = re.compile(r"waits for Redis \(.*\); next try in ([0-9.]+) s")
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import redis
 
+from lockstep.workers import Producer, create_topic
 from tests.workers.file_handlers import FILE_HANDLER, HANDLER_MS_ENV, RECORD_FILE_ENV, recorded
 from tests.workers.harness import (
     ConsumerProcess,
@@ -20,7 +21,6 @@ from tests.workers.harness import (
     queues_by_owner,
     wait_until,
 )
-from workers import Producer, create_topic
 
 QUEUES = 4
 KEYS = [f"order-{k}" for k in range(16)]

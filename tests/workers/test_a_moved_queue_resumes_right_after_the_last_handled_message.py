@@ -9,9 +9,9 @@ from collections import defaultdict
 
 import redis
 
+from lockstep.workers import Producer, create_topic
 from tests.workers.conftest import SpawnConsumer
 from tests.workers.harness import body, fully_committed, handled, lock_owners, wait_until
-from workers import Producer, create_topic
 
 TOPIC, GROUP, QUEUES = "orders", "mailer", 4
 KEYS, PER_KEY = 40, 100

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from lockstep.workers import Producer, create_topic
 from tests.support import RestartableRedis
 from tests.workers.file_handlers import (
     FILE_HANDLER,
@@ -19,7 +20,6 @@ from tests.workers.file_handlers import (
     recorded,
 )
 from tests.workers.harness import ConsumerProcess, body, events, order_violations, wait_until
-from workers import Producer, create_topic
 
 UNREACHABLE = "Redis is unreachable"
 BACK = "Redis is reachable again"

@@ -14,12 +14,12 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from lockstep.workers import Producer, keys
+from lockstep.workers.config import SendOptions
+from lockstep.workers.errors import SendError
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import create_topic
 from tests.support import free_port, redis_server
-from workers import Producer, keys
-from workers.config import SendOptions
-from workers.errors import SendError
-from workers.refs import QueueRef
-from workers.topics import create_topic
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import redis
 
-from workers import Producer
-from workers.errors import ConfigurationError, UnknownTopicError
-from workers.topics import create_topic, get_topic, list_topics
+from lockstep.workers import Producer
+from lockstep.workers.errors import ConfigurationError, UnknownTopicError
+from lockstep.workers.topics import create_topic, get_topic, list_topics
 
 
 def _cut_after(client: redis.Redis, monkeypatch: pytest.MonkeyPatch, command: str) -> None:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from workers.allocation import STRATEGIES, AllocationStrategy, AverageAllocation
+from lockstep.workers.allocation import STRATEGIES, AllocationStrategy, AverageAllocation
 
 member_ids = st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=12, unique=True)
 queue_ids = st.lists(st.integers(min_value=0, max_value=4096), max_size=64, unique=True)

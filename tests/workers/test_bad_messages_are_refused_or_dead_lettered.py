@@ -19,14 +19,14 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lockstep.workers import InvalidMessageError, Producer, create_topic, keys
+from lockstep.workers.config import Limits
+from lockstep.workers.errors import SendError
+from lockstep.workers.hashing import queue_for_key
+from lockstep.workers.message import decode_entry
+from lockstep.workers.refs import QueueRef
 from tests.workers.conftest import StartConsumer
 from tests.workers.harness import events, fully_committed, handled, stream_entries, wait_until
-from workers import InvalidMessageError, Producer, create_topic, keys
-from workers.config import Limits
-from workers.errors import SendError
-from workers.hashing import queue_for_key
-from workers.message import decode_entry
-from workers.refs import QueueRef
 
 TOPIC, GROUP = "orders", "shipping"
 MAX_KEY, MAX_BODY = 16, 64

@@ -8,6 +8,8 @@ from collections import Counter
 
 import redis
 
+from lockstep.workers import Producer, create_topic, keys
+from lockstep.workers.refs import QueueRef
 from tests.workers.conftest import SpawnConsumer
 from tests.workers.harness import (
     body,
@@ -18,8 +20,6 @@ from tests.workers.harness import (
     order_violations,
     wait_until,
 )
-from workers import Producer, create_topic, keys
-from workers.refs import QueueRef
 
 TOPIC, GROUP, QUEUES = "prices", "caches", 4
 KEYS, PER_KEY = 20, 20

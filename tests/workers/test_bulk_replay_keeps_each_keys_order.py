@@ -9,14 +9,14 @@ import time
 
 import redis
 
-from workers import create_topic, keys
-from workers.broker import Broker, dead_letter_entry
-from workers.config import Subscription
-from workers.dead_letters import ReplayOutcome, Target, replay_many
-from workers.inspect import list_dead_letters
-from workers.message import Message, decode_entry
-from workers.redis_types import entries
-from workers.refs import QueueRef
+from lockstep.workers import create_topic, keys
+from lockstep.workers.broker import Broker, dead_letter_entry
+from lockstep.workers.config import Subscription
+from lockstep.workers.dead_letters import ReplayOutcome, Target, replay_many
+from lockstep.workers.inspect import list_dead_letters
+from lockstep.workers.message import Message, decode_entry
+from lockstep.workers.redis_types import entries
+from lockstep.workers.refs import QueueRef
 
 GROUP = "mailer"
 SUB = Subscription("orders", GROUP, "h.h")  # queue ordering: replays are re-published

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import redis
 
-from workers import Producer, create_topic
-from workers.events import read_all_events
+from lockstep.workers import Producer, create_topic
+from lockstep.workers.events import read_all_events
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,7 +49,7 @@ def _start_worker(redis_url: str, broker_url: str, tmp_path: Path) -> subprocess
             "-m",
             "celery",
             "-A",
-            "dashboard.celery",
+            "lockstep.dashboard.celery",
             "worker",
             "--pool",
             "solo",

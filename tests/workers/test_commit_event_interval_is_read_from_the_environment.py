@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 import redis
 
+from lockstep.workers import events as ev
+from lockstep.workers.config import Timings
+from lockstep.workers.errors import ConfigurationError
+from lockstep.workers.events import EventLog
+from lockstep.workers.refs import QueueRef
 from tests.workers.harness import events
-from workers import events as ev
-from workers.config import Timings
-from workers.errors import ConfigurationError
-from workers.events import EventLog
-from workers.refs import QueueRef
 
 
 def test_it_defaults_to_five_seconds(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,10 +11,10 @@ from typing import Any
 
 import redis
 
+from lockstep.workers import events as ev
+from lockstep.workers.events import EventLog
+from lockstep.workers.refs import QueueRef
 from tests.workers.harness import events
-from workers import events as ev
-from workers.events import EventLog
-from workers.refs import QueueRef
 
 FLUSH_S = 0.02
 INTERVAL_S = 0.3

@@ -8,8 +8,8 @@ import sys
 
 import redis
 
+from lockstep.workers import create_topic
 from tests.workers.harness import REPO, registered
-from workers import create_topic
 
 
 def _consume(redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:

@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 import redis
 
+from lockstep.workers import Consumer, Producer, Subscription, create_topic
+from lockstep.workers import events as ev
+from lockstep.workers.config import Ordering
 from tests.workers.harness import (
     FAST,
     RECORD_HANDLER,
@@ -18,9 +21,6 @@ from tests.workers.harness import (
     stored_offset,
     wait_until,
 )
-from workers import Consumer, Producer, Subscription, create_topic
-from workers import events as ev
-from workers.config import Ordering
 
 TOPIC, GROUP, QUEUES, MESSAGES = "ledger", "posting", 2, 60
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 import redis
 
+from lockstep.workers import Producer, create_topic
+from lockstep.workers.config import AfterDlq, Ordering
+from lockstep.workers.inspect import list_dead_letters
 from tests.workers.conftest import StartConsumer
 from tests.workers.handlers import fail_flag
 from tests.workers.harness import body, fully_committed, wait_until
-from workers import Producer, create_topic
-from workers.config import AfterDlq, Ordering
-from workers.inspect import list_dead_letters
 
 TOPIC = "payments"
 

@@ -14,10 +14,10 @@ from typing import cast
 import pytest
 import redis
 
-from workers import events as ev
-from workers import keys
-from workers.events import EventLog, decode_event, read_all_events, shard_streams
-from workers.redis_types import entries
+from lockstep.workers import events as ev
+from lockstep.workers import keys
+from lockstep.workers.events import EventLog, decode_event, read_all_events, shard_streams
+from lockstep.workers.redis_types import entries
 
 TOPICS = ("orders", "payments", "mail")
 QUEUES = 8

@@ -6,9 +6,9 @@ import time
 
 import redis
 
-from workers import keys
-from workers.broker import Broker, CommitOutcome
-from workers.refs import QueueRef
+from lockstep.workers import keys
+from lockstep.workers.broker import Broker, CommitOutcome
+from lockstep.workers.refs import QueueRef
 
 TOPIC, GROUP, QUEUE = "payments", "ledger", 0
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import redis
 
+from lockstep.workers import Producer, create_topic
 from tests.workers.conftest import StartConsumer
 from tests.workers.handlers import CALLS
 from tests.workers.harness import body, events, fully_committed, handled, wait_until
-from workers import Producer, create_topic
 
 TOPIC, GROUP = "accounts", "balances"
 

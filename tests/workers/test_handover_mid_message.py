@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import redis
 
+from lockstep.workers import Producer, create_topic
+from lockstep.workers.hashing import queue_for_key
 from tests.workers.conftest import SpawnConsumer
 from tests.workers.handlers import SLOW_CLAIM
 from tests.workers.harness import (
@@ -19,8 +21,6 @@ from tests.workers.harness import (
     registered,
     wait_until,
 )
-from workers import Producer, create_topic
-from workers.hashing import queue_for_key
 
 TOPIC, GROUP = "orders", "fulfilment"
 SLOW_S = FAST.lock_ttl_s * 2  # the handler outlives two lock ttls

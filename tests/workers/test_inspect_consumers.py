@@ -8,10 +8,16 @@ import json
 
 import redis
 
-from workers import keys
-from workers.cards import ConsumerCard, QueueSnapshot, SubscriptionCard
-from workers.inspect import QueueCardKey, consumers, group_members, queue_cards, redis_now_ms
-from workers.refs import QueueRef
+from lockstep.workers import keys
+from lockstep.workers.cards import ConsumerCard, QueueSnapshot, SubscriptionCard
+from lockstep.workers.inspect import (
+    QueueCardKey,
+    consumers,
+    group_members,
+    queue_cards,
+    redis_now_ms,
+)
+from lockstep.workers.refs import QueueRef
 
 
 def _snapshot(state: str, retries: int = 0) -> QueueSnapshot:

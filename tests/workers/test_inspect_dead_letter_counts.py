@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import redis
 
-from workers import create_topic
-from workers.broker import Broker
-from workers.dead_letters import discard
-from workers.inspect import (
+from lockstep.workers import create_topic
+from lockstep.workers.broker import Broker
+from lockstep.workers.dead_letters import discard
+from lockstep.workers.inspect import (
     dead_letter_counts,
     dead_letters_per_group,
     dead_letters_per_queue,
@@ -17,8 +17,8 @@ from workers.inspect import (
     list_dead_letters,
     overview,
 )
-from workers.refs import QueueRef
-from workers.topics import register_group
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import register_group
 
 
 def _dead_letter(client: redis.Redis, ref: QueueRef, group: str, offset: int, key: str) -> str:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import redis
 
-from workers import create_topic
-from workers.broker import Broker, dead_letter_entry
-from workers.config import AfterDlq, Ordering, Subscription
-from workers.dead_letters import discard
-from workers.inspect import held_keys, holds, parked_messages, parked_offsets, redis_now_ms
-from workers.message import Message, serialize
-from workers.refs import QueueRef
+from lockstep.workers import create_topic
+from lockstep.workers.broker import Broker, dead_letter_entry
+from lockstep.workers.config import AfterDlq, Ordering, Subscription
+from lockstep.workers.dead_letters import discard
+from lockstep.workers.inspect import held_keys, holds, parked_messages, parked_offsets, redis_now_ms
+from lockstep.workers.message import Message, serialize
+from lockstep.workers.refs import QueueRef
 
 GROUP = "mailer"
 

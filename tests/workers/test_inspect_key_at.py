@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import redis
 
-from workers import Producer, create_topic, keys
-from workers.inspect import key_at
-from workers.refs import QueueRef
+from lockstep.workers import Producer, create_topic, keys
+from lockstep.workers.inspect import key_at
+from lockstep.workers.refs import QueueRef
 
 REF = QueueRef("orders", 0)
 

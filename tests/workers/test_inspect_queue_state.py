@@ -8,11 +8,11 @@ import json
 import pytest
 import redis
 
-from workers import create_topic, keys
-from workers.cards import ConsumerCard, QueueSnapshot
-from workers.inspect import QueueState, queue_of, queue_state, redis_now_ms, topic_state
-from workers.refs import QueueRef
-from workers.topics import register_group
+from lockstep.workers import create_topic, keys
+from lockstep.workers.cards import ConsumerCard, QueueSnapshot
+from lockstep.workers.inspect import QueueState, queue_of, queue_state, redis_now_ms, topic_state
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import register_group
 
 REF = QueueRef("orders", 1)
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 import redis
 
+from lockstep.workers import create_topic
+from lockstep.workers.inspect import consumers, queue_state
+from lockstep.workers.refs import QueueRef
 from tests.workers.conftest import SpawnConsumer
 from tests.workers.harness import FAST, wait_until
-from workers import create_topic
-from workers.inspect import consumers, queue_state
-from workers.refs import QueueRef
 
 TOPIC, GROUP = "orders", "mailer"
 

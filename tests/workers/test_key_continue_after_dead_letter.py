@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import redis
 
+from lockstep.workers import Producer, create_topic
+from lockstep.workers.config import AfterDlq, Ordering
+from lockstep.workers.inspect import list_dead_letters
 from tests.workers.conftest import StartConsumer
 from tests.workers.handlers import CALLS
 from tests.workers.harness import (
@@ -18,9 +21,6 @@ from tests.workers.harness import (
     stored_offset,
     wait_until,
 )
-from workers import Producer, create_topic
-from workers.config import AfterDlq, Ordering
-from workers.inspect import list_dead_letters
 
 TOPIC, GROUP = "orders", "billing-continue"
 POISONED, OTHER = "order-1", "order-2"

@@ -11,6 +11,10 @@ from typing import Any
 import pytest
 import redis
 
+from lockstep.workers import Consumer, Producer, create_topic
+from lockstep.workers.cards import KeyState
+from lockstep.workers.config import Ordering
+from lockstep.workers.ordering import KeyOrderingWorker
 from tests.workers.conftest import StartConsumer
 from tests.workers.handlers import DELAY_ENV, gate
 from tests.workers.harness import (
@@ -22,10 +26,6 @@ from tests.workers.harness import (
     order_violations,
     wait_until,
 )
-from workers import Consumer, Producer, create_topic
-from workers.cards import KeyState
-from workers.config import Ordering
-from workers.ordering import KeyOrderingWorker
 
 TOPIC, GROUP = "orders", "billing-flow"
 MAX_IN_FLIGHT = 20

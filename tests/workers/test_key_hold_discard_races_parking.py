@@ -11,14 +11,14 @@ from typing import cast
 
 import redis
 
+from lockstep.workers import Producer, create_topic, keys
+from lockstep.workers.config import AfterDlq, Ordering
+from lockstep.workers.dead_letters import discard
+from lockstep.workers.inspect import list_dead_letters
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.scripts import script
 from tests.workers.conftest import StartConsumer
 from tests.workers.harness import body, events, handled, parked_keys, parked_offsets, wait_until
-from workers import Producer, create_topic, keys
-from workers.config import AfterDlq, Ordering
-from workers.dead_letters import discard
-from workers.inspect import list_dead_letters
-from workers.refs import QueueRef
-from workers.scripts import script
 
 TOPIC, GROUP = "orders", "billing-discard-race"
 HELD = "order-1"

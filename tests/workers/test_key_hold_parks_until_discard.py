@@ -9,6 +9,11 @@ import time
 
 import redis
 
+from lockstep.workers import Producer, create_topic, keys
+from lockstep.workers.config import AfterDlq, Ordering
+from lockstep.workers.dead_letters import discard
+from lockstep.workers.inspect import list_dead_letters
+from lockstep.workers.refs import QueueRef
 from tests.workers.conftest import StartConsumer
 from tests.workers.harness import (
     body,
@@ -19,11 +24,6 @@ from tests.workers.harness import (
     parked_offsets,
     wait_until,
 )
-from workers import Producer, create_topic, keys
-from workers.config import AfterDlq, Ordering
-from workers.dead_letters import discard
-from workers.inspect import list_dead_letters
-from workers.refs import QueueRef
 
 TOPIC, GROUP = "orders", "billing-hold"
 HELD, OTHER = "order-1", "order-2"

@@ -9,6 +9,10 @@ import time
 
 import redis
 
+from lockstep.workers import Producer, create_topic
+from lockstep.workers.dead_letters import discard
+from lockstep.workers.inspect import list_dead_letters
+from lockstep.workers.refs import QueueRef
 from tests.workers.conftest import SpawnConsumer
 from tests.workers.harness import (
     body,
@@ -19,10 +23,6 @@ from tests.workers.harness import (
     parked_offsets,
     wait_until,
 )
-from workers import Producer, create_topic
-from workers.dead_letters import discard
-from workers.inspect import list_dead_letters
-from workers.refs import QueueRef
 
 TOPIC, GROUP = "orders", "billing-restart"
 HELD, OTHER = "order-1", "order-2"

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workers.errors import LockstepError
-from workers.offset_tracker import OffsetTracker, decode_ranges, encode_ranges
+from lockstep.workers.errors import LockstepError
+from lockstep.workers.offset_tracker import OffsetTracker, decode_ranges, encode_ranges
 
 offsets = st.integers(min_value=0, max_value=10_000)
 

@@ -14,6 +14,7 @@ from collections import Counter
 
 import redis
 
+from lockstep.workers import Producer, create_topic
 from tests.workers.conftest import SpawnConsumer
 from tests.workers.harness import (
     body,
@@ -26,7 +27,6 @@ from tests.workers.harness import (
     registered,
     wait_until,
 )
-from workers import Producer, create_topic
 
 TOPIC, GROUP, QUEUES = "orders", "ledger-keys", 8
 KEYS, PER_KEY = 400, 30  # 12,000 messages

@@ -10,6 +10,8 @@ from collections import Counter
 
 import redis
 
+from lockstep.workers import Producer, create_topic
+from lockstep.workers.offset_tracker import decode_ranges
 from tests.workers.conftest import SpawnConsumer
 from tests.workers.handlers import fail_flag
 from tests.workers.harness import (
@@ -25,8 +27,6 @@ from tests.workers.harness import (
     stored_offset,
     wait_until,
 )
-from workers import Producer, create_topic
-from workers.offset_tracker import decode_ranges
 
 TOPIC, GROUP = "orders", "billing-restart-skip"
 BLOCKER = "order-blocker"

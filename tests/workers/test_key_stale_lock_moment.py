@@ -13,6 +13,8 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from lockstep.workers import Consumer, Producer, Subscription, Timings, create_topic
+from lockstep.workers.config import Ordering
 from tests.workers.handlers import DELAY_ENV
 from tests.workers.harness import (
     RECORD_HANDLER,
@@ -23,8 +25,6 @@ from tests.workers.harness import (
     order_violations,
     wait_until,
 )
-from workers import Consumer, Producer, Subscription, Timings, create_topic
-from workers.config import Ordering
 
 TOPIC, GROUP = "orders", "billing-stale"
 KEYS, PER_KEY = 50, 30  # 1,500 messages, produced over ~4 s

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from workers import keys
-from workers.broker import Broker, CommitOutcome
-from workers.refs import QueueRef
+from lockstep.workers import keys
+from lockstep.workers.broker import Broker, CommitOutcome
+from lockstep.workers.refs import QueueRef
 
 TOPIC, GROUP, QUEUE = "model", "g", 0
 CONSUMERS = st.sampled_from(["c1", "c2", "c3"])

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from lockstep.workers import Consumer, Producer, Subscription, create_topic
+from lockstep.workers.broker import Broker
+from lockstep.workers.refs import QueueRef
 from tests.workers.harness import FAST, RECORD_HANDLER, handled_count, lock_owners, wait_until
-from workers import Consumer, Producer, Subscription, create_topic
-from workers.broker import Broker
-from workers.refs import QueueRef
 
 REF = QueueRef("orders", 0)
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import redis
 
+from lockstep.workers import Producer, create_topic, keys
+from lockstep.workers.broker import Broker
+from lockstep.workers.refs import QueueRef
 from tests.workers.conftest import StartConsumer
 from tests.workers.harness import (
     body,
@@ -14,9 +17,6 @@ from tests.workers.harness import (
     stream_entries,
     wait_until,
 )
-from workers import Producer, create_topic, keys
-from workers.broker import Broker
-from workers.refs import QueueRef
 
 TOPIC, GROUP = "orders", "shipping"
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 import redis
 
-from workers import events as ev
-from workers import keys
-from workers.errors import ConfigurationError
-from workers.events import EventLog, event_shards_from_env, event_streams, read_all_events
-from workers.redis_types import entries
+from lockstep.workers import events as ev
+from lockstep.workers import keys
+from lockstep.workers.errors import ConfigurationError
+from lockstep.workers.events import EventLog, event_shards_from_env, event_streams, read_all_events
+from lockstep.workers.redis_types import entries
 
 
 def test_the_default_writes_every_event_to_the_legacy_stream(

@@ -17,6 +17,7 @@ from collections import Counter
 import pytest
 import redis
 
+from lockstep.workers import Producer, create_topic
 from tests.workers.conftest import SpawnConsumer
 from tests.workers.handlers import SLOW_CLAIM
 from tests.workers.harness import (
@@ -32,7 +33,6 @@ from tests.workers.harness import (
     registered,
     wait_until,
 )
-from workers import Producer, create_topic
 
 TOPIC, GROUP, QUEUES = "orders", "ledger", 8
 KEYS, PER_KEY = 500, 40  # 20,000 messages

@@ -8,6 +8,9 @@ import time
 
 import redis
 
+from lockstep.workers import Producer, create_topic, keys
+from lockstep.workers.broker import Broker
+from lockstep.workers.refs import QueueRef
 from tests.workers.conftest import StartConsumer
 from tests.workers.handlers import CALLS
 from tests.workers.harness import (
@@ -18,9 +21,6 @@ from tests.workers.harness import (
     stream_entries,
     wait_until,
 )
-from workers import Producer, create_topic, keys
-from workers.broker import Broker
-from workers.refs import QueueRef
 
 TOPIC, GROUP = "orders", "billing"
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import redis
 
-from workers import InvalidMessageError, Producer, UnknownTopicError, create_topic, keys
-from workers.config import Limits
-from workers.refs import QueueRef
+from lockstep.workers import InvalidMessageError, Producer, UnknownTopicError, create_topic, keys
+from lockstep.workers.config import Limits
+from lockstep.workers.refs import QueueRef
 
 
 def _stored(client: redis.Redis, topic: str, queues: int) -> int:

@@ -10,10 +10,10 @@ from typing import cast
 import pytest
 import redis
 
-from workers import InvalidMessageError, Producer, create_topic, keys
-from workers.hashing import queue_for_key
-from workers.message import IDEMPOTENCY_KEY_HEADER, decode_entry
-from workers.refs import QueueRef
+from lockstep.workers import InvalidMessageError, Producer, create_topic, keys
+from lockstep.workers.hashing import queue_for_key
+from lockstep.workers.message import IDEMPOTENCY_KEY_HEADER, decode_entry
+from lockstep.workers.refs import QueueRef
 
 TOPIC = "payments"
 

@@ -18,11 +18,11 @@ from urllib.parse import urlparse
 import pytest
 import redis
 
+from lockstep.workers import Producer, create_topic, keys
+from lockstep.workers.errors import SendError
+from lockstep.workers.hashing import queue_for_key
+from lockstep.workers.refs import QueueRef
 from tests.support import free_port
-from workers import Producer, create_topic, keys
-from workers.errors import SendError
-from workers.hashing import queue_for_key
-from workers.refs import QueueRef
 
 TOPIC = "payments"
 

@@ -10,6 +10,7 @@ from collections import Counter, defaultdict
 
 import redis
 
+from lockstep.workers import Producer, create_topic
 from tests.workers.conftest import SpawnConsumer
 from tests.workers.harness import (
     FAST,
@@ -24,7 +25,6 @@ from tests.workers.harness import (
     registered,
     wait_until,
 )
-from workers import Producer, create_topic
 
 TOPIC, GROUP, QUEUES = "orders", "fulfilment", 8
 SEND_INTERVAL_S = 0.004  # ~250 messages/s keeps every queue busy during each handover

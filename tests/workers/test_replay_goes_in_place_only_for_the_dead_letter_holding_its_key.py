@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import redis
 
-from workers import create_topic, keys
-from workers.broker import Broker, dead_letter_entry
-from workers.config import AfterDlq, Ordering, Subscription
-from workers.dead_letters import ReplayOutcome, replay
-from workers.inspect import holds, parked_messages
-from workers.message import Message
-from workers.refs import QueueRef
+from lockstep.workers import create_topic, keys
+from lockstep.workers.broker import Broker, dead_letter_entry
+from lockstep.workers.config import AfterDlq, Ordering, Subscription
+from lockstep.workers.dead_letters import ReplayOutcome, replay
+from lockstep.workers.inspect import holds, parked_messages
+from lockstep.workers.message import Message
+from lockstep.workers.refs import QueueRef
 
 GROUP, KEY = "mailer", "order-5"
 SUB = Subscription("orders", GROUP, "h.h", ordering=Ordering.KEY, after_dlq=AfterDlq.HOLD)

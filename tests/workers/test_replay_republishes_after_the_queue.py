@@ -8,14 +8,14 @@ from __future__ import annotations
 import pytest
 import redis
 
+from lockstep.workers import Producer, create_topic, keys
+from lockstep.workers.config import AfterDlq, Ordering
+from lockstep.workers.dead_letters import ReplayOutcome, replay
+from lockstep.workers.inspect import list_dead_letters
+from lockstep.workers.refs import QueueRef
 from tests.workers.conftest import StartConsumer
 from tests.workers.handlers import fail_flag
 from tests.workers.harness import body, events, fully_committed, handled, wait_until
-from workers import Producer, create_topic, keys
-from workers.config import AfterDlq, Ordering
-from workers.dead_letters import ReplayOutcome, replay
-from workers.inspect import list_dead_letters
-from workers.refs import QueueRef
 
 TOPIC = "orders"
 KEY, OTHER = "order-1", "order-2"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import redis
 
+from lockstep.workers import events as ev
+from lockstep.workers.events import EventLog
+from lockstep.workers.refs import QueueRef
 from tests.workers.harness import events
-from workers import events as ev
-from workers.events import EventLog
-from workers.refs import QueueRef
 
 
 def test_it_writes_every_pending_commit_when_it_stops(redis_client: redis.Redis) -> None:

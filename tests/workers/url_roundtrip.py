@@ -10,10 +10,10 @@ from typing import Any
 import redis
 from channels_redis.core import RedisChannelLayer
 
-from dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.workers import create_topic
+from lockstep.workers.inspect import overview
 from tests.dashboard.helpers import produce, running_consumer, wait_until
-from workers import create_topic
-from workers.inspect import overview
 
 TOPIC, GROUP, MESSAGES = "orders", "mailer", 12
 

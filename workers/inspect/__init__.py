@@ -22,9 +22,9 @@ meant.
 Only ``consumers`` writes: it forgets consumer ids whose card has expired.
 """
 
-from workers.cards import BlockedKey, QueueSnapshot
-from workers.inspect.clock import redis_now_ms
-from workers.inspect.consumers import (
+from lockstep.workers.cards import BlockedKey, QueueSnapshot
+from lockstep.workers.inspect.clock import redis_now_ms
+from lockstep.workers.inspect.consumers import (
     GroupMember,
     LiveConsumer,
     QueueCardKey,
@@ -33,7 +33,7 @@ from workers.inspect.consumers import (
     queue_cards,
     registered_consumers,
 )
-from workers.inspect.dead_letters import (
+from lockstep.workers.inspect.dead_letters import (
     DeadLetter,
     dead_letter_counts,
     dead_letter_streams,
@@ -43,10 +43,17 @@ from workers.inspect.dead_letters import (
     list_dead_letters,
     read_dead_letters,
 )
-from workers.inspect.held import HeldKey, Hold, held_keys, holds, parked_messages, parked_offsets
-from workers.inspect.lag import GroupLag, Overview, QueueLag, TopicLag, overview
-from workers.inspect.message_states import GroupOffsets, MessageState
-from workers.inspect.messages import (
+from lockstep.workers.inspect.held import (
+    HeldKey,
+    Hold,
+    held_keys,
+    holds,
+    parked_messages,
+    parked_offsets,
+)
+from lockstep.workers.inspect.lag import GroupLag, Overview, QueueLag, TopicLag, overview
+from lockstep.workers.inspect.message_states import GroupOffsets, MessageState
+from lockstep.workers.inspect.messages import (
     KeyLookup,
     MessageNotFound,
     MessageView,
@@ -56,7 +63,7 @@ from workers.inspect.messages import (
     message_at,
     messages_by_key,
 )
-from workers.inspect.state import (
+from lockstep.workers.inspect.state import (
     GroupState,
     QueueGroups,
     QueueState,
@@ -65,7 +72,7 @@ from workers.inspect.state import (
     queue_state,
     topic_state,
 )
-from workers.topics import Topic, get_topic, groups_of, list_topics
+from lockstep.workers.topics import Topic, get_topic, groups_of, list_topics
 
 __all__ = [
     "BlockedKey",

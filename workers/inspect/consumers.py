@@ -14,13 +14,13 @@ from typing import Any, NamedTuple, TypedDict, cast
 
 import redis
 
-from workers import keys
-from workers.cards import QueueSnapshot, SubscriptionCard
-from workers.config import Timings
-from workers.connection import get_each
-from workers.inspect.clock import redis_now_ms
-from workers.redis_types import as_bytes
-from workers.refs import QueueRef
+from lockstep.workers import keys
+from lockstep.workers.cards import QueueSnapshot, SubscriptionCard
+from lockstep.workers.config import Timings
+from lockstep.workers.connection import get_each
+from lockstep.workers.inspect.clock import redis_now_ms
+from lockstep.workers.redis_types import as_bytes
+from lockstep.workers.refs import QueueRef
 
 
 class LiveConsumer(TypedDict):

@@ -11,12 +11,12 @@ from typing import Any
 
 import redis
 
-from workers import keys
-from workers.inspect.lag import Overview
-from workers.message import REPLAY_OF_HEADER, FailedAttempt, Message
-from workers.redis_types import as_bytes, entries
-from workers.refs import QueueRef
-from workers.topics import get_topic, groups_of, list_topics
+from lockstep.workers import keys
+from lockstep.workers.inspect.lag import Overview
+from lockstep.workers.message import REPLAY_OF_HEADER, FailedAttempt, Message
+from lockstep.workers.redis_types import as_bytes, entries
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import get_topic, groups_of, list_topics
 
 
 @dataclass(frozen=True)

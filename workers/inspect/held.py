@@ -8,11 +8,11 @@ from typing import Any, TypedDict
 
 import redis
 
-from workers import keys
-from workers.message import Message, deserialize
-from workers.redis_types import as_bytes
-from workers.refs import QueueRef
-from workers.topics import get_topic
+from lockstep.workers import keys
+from lockstep.workers.message import Message, deserialize
+from lockstep.workers.redis_types import as_bytes
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import get_topic
 
 
 class Hold(TypedDict):

@@ -12,12 +12,12 @@ from typing import TypedDict
 
 import redis
 
-from workers import keys
-from workers.inspect.clock import redis_now_ms
-from workers.offset_tracker import decode_ranges
-from workers.redis_types import as_bytes
-from workers.refs import QueueRef
-from workers.topics import Topic, groups_of, list_topics
+from lockstep.workers import keys
+from lockstep.workers.inspect.clock import redis_now_ms
+from lockstep.workers.offset_tracker import decode_ranges
+from lockstep.workers.redis_types import as_bytes
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import Topic, groups_of, list_topics
 
 
 class GroupLag(TypedDict):

@@ -15,14 +15,14 @@ from typing import Literal, NotRequired, TypedDict
 
 import redis
 
-from workers import keys
-from workers.inspect.dead_letters import DeadLetter
-from workers.inspect.held import Hold, parked_offsets
-from workers.inspect.state import GroupState, queue_state
-from workers.message import Message
-from workers.offset_tracker import decode_ranges
-from workers.redis_types import as_bytes
-from workers.refs import QueueRef
+from lockstep.workers import keys
+from lockstep.workers.inspect.dead_letters import DeadLetter
+from lockstep.workers.inspect.held import Hold, parked_offsets
+from lockstep.workers.inspect.state import GroupState, queue_state
+from lockstep.workers.message import Message
+from lockstep.workers.offset_tracker import decode_ranges
+from lockstep.workers.redis_types import as_bytes
+from lockstep.workers.refs import QueueRef
 
 
 class DeadLettered(TypedDict):

@@ -12,15 +12,15 @@ from typing import Any, TypedDict
 
 import redis
 
-from workers import keys
-from workers.hashing import queue_for_key
-from workers.inspect.dead_letters import DeadLetter, list_dead_letters
-from workers.inspect.held import holds, parked_messages
-from workers.inspect.message_states import MessageState, group_offsets
-from workers.message import MalformedEntry, Message, decode_entry
-from workers.redis_types import Entry, entries
-from workers.refs import QueueRef
-from workers.topics import get_topic, groups_of
+from lockstep.workers import keys
+from lockstep.workers.hashing import queue_for_key
+from lockstep.workers.inspect.dead_letters import DeadLetter, list_dead_letters
+from lockstep.workers.inspect.held import holds, parked_messages
+from lockstep.workers.inspect.message_states import MessageState, group_offsets
+from lockstep.workers.message import MalformedEntry, Message, decode_entry
+from lockstep.workers.redis_types import Entry, entries
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import get_topic, groups_of
 
 # A key lookup reads at most this many of the newest entries of the key's queue: enough
 # for every message of a key that is still moving, without reading a million-entry stream

@@ -7,12 +7,12 @@ from typing import NotRequired, TypedDict
 
 import redis
 
-from workers.cards import BlockedKey, QueueSnapshot
-from workers.inspect.clock import redis_now_ms
-from workers.inspect.consumers import QueueCardKey, cards_of, consumers
-from workers.inspect.lag import GroupLag, topic_lag
-from workers.refs import QueueRef
-from workers.topics import get_topic
+from lockstep.workers.cards import BlockedKey, QueueSnapshot
+from lockstep.workers.inspect.clock import redis_now_ms
+from lockstep.workers.inspect.consumers import QueueCardKey, cards_of, consumers
+from lockstep.workers.inspect.lag import GroupLag, topic_lag
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import get_topic
 
 
 class GroupState(GroupLag):

@@ -5,11 +5,11 @@
 
 from __future__ import annotations
 
-from workers.config import Ordering
-from workers.ordering.base import QueueWorker, WorkerEnv
-from workers.ordering.key import KeyOrderingWorker
-from workers.ordering.queue import QueueOrderingWorker
-from workers.refs import QueueRef
+from lockstep.workers.config import Ordering
+from lockstep.workers.ordering.base import QueueWorker, WorkerEnv
+from lockstep.workers.ordering.key import KeyOrderingWorker
+from lockstep.workers.ordering.queue import QueueOrderingWorker
+from lockstep.workers.refs import QueueRef
 
 MODES: dict[Ordering, type[QueueWorker]] = {
     Ordering.QUEUE: QueueOrderingWorker,

@@ -40,13 +40,13 @@ from typing import Any
 
 import redis
 
-from workers import events as ev
-from workers.broker import Broker, CommitResult
-from workers.cards import QueueSnapshot
-from workers.config import Subscription, Timings
-from workers.events import EventLog
-from workers.lanes import LanePool
-from workers.message import (
+from lockstep.workers import events as ev
+from lockstep.workers.broker import Broker, CommitResult
+from lockstep.workers.cards import QueueSnapshot
+from lockstep.workers.config import Subscription, Timings
+from lockstep.workers.events import EventLog
+from lockstep.workers.lanes import LanePool
+from lockstep.workers.message import (
     MAX_RECORDED_ATTEMPTS,
     ORIGINAL_OFFSET_HEADER,
     REPLAY_ID_HEADER,
@@ -61,8 +61,8 @@ from workers.message import (
     foreign_entry,
     parse_offset,
 )
-from workers.outage import REDIS_DOWN, redis_outage
-from workers.refs import QueueRef
+from lockstep.workers.outage import REDIS_DOWN, redis_outage
+from lockstep.workers.refs import QueueRef
 
 log = logging.getLogger(__name__)
 

@@ -25,16 +25,16 @@ import threading
 import time
 from collections import defaultdict
 
-from workers import events as ev
-from workers.broker import CommitOutcome, CommitResult, dead_letter_entry
-from workers.cards import BlockedKey, KeyState, QueueSnapshot
-from workers.config import UNBOUNDED, AfterDlq
-from workers.lanes import LanePool, Task, Verdict
-from workers.message import MalformedEntry, Message, deserialize, serialize
-from workers.offset_tracker import OffsetTracker
-from workers.ordering.base import FailureLog, QueueWorker, WorkerEnv, malformed_dead_letter
-from workers.outage import REDIS_DOWN
-from workers.refs import QueueRef
+from lockstep.workers import events as ev
+from lockstep.workers.broker import CommitOutcome, CommitResult, dead_letter_entry
+from lockstep.workers.cards import BlockedKey, KeyState, QueueSnapshot
+from lockstep.workers.config import UNBOUNDED, AfterDlq
+from lockstep.workers.lanes import LanePool, Task, Verdict
+from lockstep.workers.message import MalformedEntry, Message, deserialize, serialize
+from lockstep.workers.offset_tracker import OffsetTracker
+from lockstep.workers.ordering.base import FailureLog, QueueWorker, WorkerEnv, malformed_dead_letter
+from lockstep.workers.outage import REDIS_DOWN
+from lockstep.workers.refs import QueueRef
 
 log = logging.getLogger(__name__)
 

@@ -26,20 +26,20 @@ import time
 from collections import deque
 from typing import Any
 
-from workers import events as ev
-from workers.broker import CommitResult, dead_letter_entry
-from workers.cards import QueueSnapshot
-from workers.config import UNBOUNDED
-from workers.message import MalformedEntry, Message
-from workers.ordering.base import (
+from lockstep.workers import events as ev
+from lockstep.workers.broker import CommitResult, dead_letter_entry
+from lockstep.workers.cards import QueueSnapshot
+from lockstep.workers.config import UNBOUNDED
+from lockstep.workers.message import MalformedEntry, Message
+from lockstep.workers.ordering.base import (
     FailureLog,
     Item,
     QueueWorker,
     WorkerEnv,
     malformed_dead_letter,
 )
-from workers.outage import REDIS_DOWN
-from workers.refs import QueueRef
+from lockstep.workers.outage import REDIS_DOWN
+from lockstep.workers.refs import QueueRef
 
 # Entries read per round trip: enough to amortise the read over many batches, bounded so a
 # dropped queue frees its memory fast.

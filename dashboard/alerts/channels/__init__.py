@@ -4,10 +4,10 @@ subclass and one import line here."""
 
 from __future__ import annotations
 
-from dashboard.alerts.channels.apprise_channel import AppriseKind
-from dashboard.alerts.channels.base import ChannelKind, DeliveryError
-from dashboard.alerts.channels.email_channel import EmailKind
-from dashboard.alerts.channels.webhook import WebhookKind
+from lockstep.dashboard.alerts.channels.apprise_channel import AppriseKind
+from lockstep.dashboard.alerts.channels.base import ChannelKind, DeliveryError
+from lockstep.dashboard.alerts.channels.email_channel import EmailKind
+from lockstep.dashboard.alerts.channels.webhook import WebhookKind
 
 KINDS: dict[str, type[ChannelKind]] = {k.name: k for k in (EmailKind, WebhookKind, AppriseKind)}
 

@@ -10,9 +10,14 @@ import apprise
 from apprise.utils.parse import parse_urls
 from django.conf import settings
 
-from dashboard.alerts import payload as payloads
-from dashboard.alerts.channels.base import ChannelKind, DeliveryError, message_text, one_line
-from dashboard.alerts.models import Channel
+from lockstep.dashboard.alerts import payload as payloads
+from lockstep.dashboard.alerts.channels.base import (
+    ChannelKind,
+    DeliveryError,
+    message_text,
+    one_line,
+)
+from lockstep.dashboard.alerts.models import Channel
 
 NOTIFY_TYPES = {
     "opened": apprise.NotifyType.FAILURE,

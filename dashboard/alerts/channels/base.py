@@ -6,7 +6,7 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from dashboard.alerts.models import Channel
+from lockstep.dashboard.alerts.models import Channel
 
 
 class DeliveryError(Exception):

@@ -9,10 +9,15 @@ from typing import Any
 from django.conf import settings
 from django.core.mail import EmailMessage, get_connection
 
-from dashboard.alerts import payload as payloads
-from dashboard.alerts.channels.base import ChannelKind, DeliveryError, message_text, one_line
-from dashboard.alerts.env_channels import check_addresses
-from dashboard.alerts.models import Channel
+from lockstep.dashboard.alerts import payload as payloads
+from lockstep.dashboard.alerts.channels.base import (
+    ChannelKind,
+    DeliveryError,
+    message_text,
+    one_line,
+)
+from lockstep.dashboard.alerts.env_channels import check_addresses
+from lockstep.dashboard.alerts.models import Channel
 
 
 class EmailKind(ChannelKind):

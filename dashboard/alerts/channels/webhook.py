@@ -13,10 +13,10 @@ from typing import Any
 
 from django.conf import settings
 
-from dashboard.alerts import payload as payloads
-from dashboard.alerts.channels.base import ChannelKind, DeliveryError
-from dashboard.alerts.env_channels import check_webhook
-from dashboard.alerts.models import Channel
+from lockstep.dashboard.alerts import payload as payloads
+from lockstep.dashboard.alerts.channels.base import ChannelKind, DeliveryError
+from lockstep.dashboard.alerts.env_channels import check_webhook
+from lockstep.dashboard.alerts.models import Channel
 
 SIGNATURE_HEADER = "X-Lockstep-Signature"
 USER_AGENT = "Lockstep-Alerts/1"

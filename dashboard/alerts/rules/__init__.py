@@ -3,11 +3,11 @@ own module, listed here."""
 
 from __future__ import annotations
 
-from dashboard.alerts.rules.base import CRITICAL, WARNING, Finding, Param, ParamsFor, Rule
-from dashboard.alerts.rules.consumers import ConsumerLost, LockFlapping
-from dashboard.alerts.rules.dead_letters import DlqGrowth
-from dashboard.alerts.rules.lag import LagHigh, LagTrend
-from dashboard.alerts.rules.queues import KeyHeld, MessageBlocked, QueueStuck, QueueUnowned
+from lockstep.dashboard.alerts.rules.base import CRITICAL, WARNING, Finding, Param, ParamsFor, Rule
+from lockstep.dashboard.alerts.rules.consumers import ConsumerLost, LockFlapping
+from lockstep.dashboard.alerts.rules.dead_letters import DlqGrowth
+from lockstep.dashboard.alerts.rules.lag import LagHigh, LagTrend
+from lockstep.dashboard.alerts.rules.queues import KeyHeld, MessageBlocked, QueueStuck, QueueUnowned
 
 RULES: dict[str, Rule] = {
     r.name: r

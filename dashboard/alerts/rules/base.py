@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from django.conf import settings
 
 if TYPE_CHECKING:
-    from dashboard.alerts.live import LiveState
+    from lockstep.dashboard.alerts.live import LiveState
 
 WARNING, CRITICAL = "warning", "critical"
 

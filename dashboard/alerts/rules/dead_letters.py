@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dashboard.alerts.rules.base import WARNING, Finding, Param, ParamsFor, Rule
-from dashboard.alerts.text import duration
+from lockstep.dashboard.alerts.rules.base import WARNING, Finding, Param, ParamsFor, Rule
+from lockstep.dashboard.alerts.text import duration
 
 if TYPE_CHECKING:
-    from dashboard.alerts.live import LiveState
+    from lockstep.dashboard.alerts.live import LiveState
 
 
 class DlqGrowth(Rule):

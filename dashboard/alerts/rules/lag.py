@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from dashboard.alerts.rules.base import CRITICAL, WARNING, Finding, Param, ParamsFor, Rule
-from dashboard.alerts.text import duration
+from lockstep.dashboard.alerts.rules.base import CRITICAL, WARNING, Finding, Param, ParamsFor, Rule
+from lockstep.dashboard.alerts.text import duration
 
 if TYPE_CHECKING:
-    from dashboard.alerts.live import LagSample, LiveState
+    from lockstep.dashboard.alerts.live import LagSample, LiveState
 
 
 class LagHigh(Rule):

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dashboard.alerts.rules.base import CRITICAL, WARNING, Finding, Param, ParamsFor, Rule
-from dashboard.alerts.text import duration, shorten
+from lockstep.dashboard.alerts.rules.base import CRITICAL, WARNING, Finding, Param, ParamsFor, Rule
+from lockstep.dashboard.alerts.text import duration, shorten
 
 if TYPE_CHECKING:
-    from dashboard.alerts.live import LiveState, QueueAt
-    from workers.inspect import BlockedKey, GroupState
+    from lockstep.dashboard.alerts.live import LiveState, QueueAt
+    from lockstep.workers.inspect import BlockedKey, GroupState
 
 UNOWNED_STATES = ("unowned", "no_live_consumer")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import template
 from django.db import DatabaseError
 
-from dashboard.alerts.models import OPEN, Alert
+from lockstep.dashboard.alerts.models import OPEN, Alert
 
 register = template.Library()
 

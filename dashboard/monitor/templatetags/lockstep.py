@@ -9,7 +9,7 @@ from typing import Any
 
 from django import template
 
-from dashboard.monitor.health import duration
+from lockstep.dashboard.monitor.health import duration
 
 register = template.Library()
 

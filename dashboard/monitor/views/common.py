@@ -16,8 +16,8 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from workers.errors import UnknownTopicError
-from workers.inspect import get_topic, groups_of
+from lockstep.workers.errors import UnknownTopicError
+from lockstep.workers.inspect import get_topic, groups_of
 
 P = ParamSpec("P")
 Build = Callable[Concatenate[HttpRequest, P], dict[str, Any]]

@@ -7,9 +7,9 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from dashboard.monitor.redis_conn import get_redis
-from dashboard.monitor.views.common import api_view, page_view
-from workers.inspect import LiveConsumer, consumers, redis_now_ms
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.monitor.views.common import api_view, page_view
+from lockstep.workers.inspect import LiveConsumer, consumers, redis_now_ms
 
 
 def build_consumers(request: HttpRequest) -> dict[str, Any]:

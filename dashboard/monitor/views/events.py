@@ -7,9 +7,15 @@ from typing import Any
 
 from django.http import HttpRequest, QueryDict
 
-from dashboard.monitor import queries
-from dashboard.monitor.routing import EVENTS_SOCKET_PATH
-from dashboard.monitor.views.common import BadParameter, api_view, int_param, page_view, text_param
+from lockstep.dashboard.monitor import queries
+from lockstep.dashboard.monitor.routing import EVENTS_SOCKET_PATH
+from lockstep.dashboard.monitor.views.common import (
+    BadParameter,
+    api_view,
+    int_param,
+    page_view,
+    text_param,
+)
 
 # One poll answers at most this many events: a second's worth at a busy runtime's rate,
 # small enough to render at once. A poller that gets ``has_more`` asks again at once.

@@ -8,11 +8,11 @@ from typing import Any, cast
 
 from django.http import HttpRequest
 
-from dashboard.monitor import queries
-from dashboard.monitor.health import read_stuck
-from dashboard.monitor.redis_conn import get_redis
-from dashboard.monitor.views.common import api_view, page_view, require_group
-from workers.inspect import (
+from lockstep.dashboard.monitor import queries
+from lockstep.dashboard.monitor.health import read_stuck
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.monitor.views.common import api_view, page_view, require_group
+from lockstep.workers.inspect import (
     Overview,
     QueueGroups,
     TopicLag,

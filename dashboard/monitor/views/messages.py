@@ -7,9 +7,9 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from dashboard.monitor import queries
-from dashboard.monitor.redis_conn import get_redis
-from dashboard.monitor.views.common import (
+from lockstep.dashboard.monitor import queries
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.monitor.views.common import (
     BadParameter,
     NotFound,
     api_view,
@@ -18,8 +18,8 @@ from dashboard.monitor.views.common import (
     text_param,
     topic_queue_count,
 )
-from workers.inspect import MessageNotFound, list_topics, message_at, messages_by_key
-from workers.refs import QueueRef
+from lockstep.workers.inspect import MessageNotFound, list_topics, message_at, messages_by_key
+from lockstep.workers.refs import QueueRef
 
 MAX_MESSAGES = 200
 

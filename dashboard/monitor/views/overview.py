@@ -10,11 +10,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from dashboard.monitor.health import overview_stats
-from dashboard.monitor.redis_conn import get_redis
-from dashboard.monitor.routing import OVERVIEW_SOCKET_PATH
-from dashboard.monitor.views.common import api_view
-from workers.inspect import overview
+from lockstep.dashboard.monitor.health import overview_stats
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.monitor.routing import OVERVIEW_SOCKET_PATH
+from lockstep.dashboard.monitor.views.common import api_view
+from lockstep.workers.inspect import overview
 
 
 def build_overview(request: HttpRequest) -> dict[str, Any]:

@@ -8,12 +8,12 @@ from typing import Any
 import redis
 from django.http import HttpRequest
 
-from dashboard.monitor import queries
-from dashboard.monitor.redis_conn import get_redis
-from dashboard.monitor.routing import QUEUE_SOCKET_PATH
-from dashboard.monitor.views.common import api_view, int_param, page_view, queue_param
-from workers.inspect import QueueState, dead_letter_counts, key_at, queue_state
-from workers.refs import QueueRef
+from lockstep.dashboard.monitor import queries
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.monitor.routing import QUEUE_SOCKET_PATH
+from lockstep.dashboard.monitor.views.common import api_view, int_param, page_view, queue_param
+from lockstep.workers.inspect import QueueState, dead_letter_counts, key_at, queue_state
+from lockstep.workers.refs import QueueRef
 
 # The chart and timeline cover the last quarter hour by default: about 90 lag samples,
 # the scale at which an operator reads "is it moving". At most a day.

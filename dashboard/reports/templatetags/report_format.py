@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 
-from dashboard.monitor.templatetags.lockstep import seconds
+from lockstep.dashboard.monitor.templatetags.lockstep import seconds
 
 register = template.Library()
 DASH = "—"

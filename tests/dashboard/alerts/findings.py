@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from dashboard.alerts.models import Channel
-from dashboard.alerts.rules import CRITICAL, Finding
+from lockstep.dashboard.alerts.models import Channel
+from lockstep.dashboard.alerts.rules import CRITICAL, Finding
 
 T0 = timezone.now().replace(microsecond=0)
 

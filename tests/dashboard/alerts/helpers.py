@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import redis
 
-from dashboard.alerts.evaluate import Evaluator
-from dashboard.alerts.models import Alert
+from lockstep.dashboard.alerts.evaluate import Evaluator
+from lockstep.dashboard.alerts.models import Alert
 from tests.dashboard.scenarios import ingest_all
 
 

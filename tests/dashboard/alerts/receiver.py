@@ -13,7 +13,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from dashboard.alerts.models import Alert
+from lockstep.dashboard.alerts.models import Alert
 from tests.support import free_port
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError
 
-from dashboard.alerts import lifecycle
-from dashboard.alerts.models import Alert, Delivery
+from lockstep.dashboard.alerts import lifecycle
+from lockstep.dashboard.alerts.models import Alert, Delivery
 from tests.dashboard.alerts.findings import later, stuck, webhook_channel
 
 pytestmark = pytest.mark.django_db

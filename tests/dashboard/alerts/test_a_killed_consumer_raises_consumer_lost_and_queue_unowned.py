@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 import redis
 
-from dashboard.alerts.evaluate import Evaluator
-from dashboard.alerts.models import Alert
+from lockstep.dashboard.alerts.evaluate import Evaluator
+from lockstep.dashboard.alerts.models import Alert
+from lockstep.workers import create_topic
+from lockstep.workers.inspect import queue_state
+from lockstep.workers.refs import QueueRef
 from tests.dashboard.alerts.helpers import evaluate_until, unresolved
 from tests.dashboard.helpers import produce, wait_until
 from tests.workers.harness import ConsumerProcess
-from workers import create_topic
-from workers.inspect import queue_state
-from workers.refs import QueueRef
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

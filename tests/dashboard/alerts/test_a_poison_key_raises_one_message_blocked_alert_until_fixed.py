@@ -9,12 +9,12 @@ import time
 import pytest
 import redis
 
-from dashboard.alerts.evaluate import Evaluator
-from dashboard.alerts.models import Alert, AlertEvent
+from lockstep.dashboard.alerts.evaluate import Evaluator
+from lockstep.dashboard.alerts.models import Alert, AlertEvent
+from lockstep.workers import Producer, create_topic
 from tests.dashboard.alerts.helpers import evaluate_until, unresolved
 from tests.dashboard.helpers import wait_until
 from tests.dashboard.scenarios import FailOn, consuming, key_on_queue
-from workers import Producer, create_topic
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import redis
 
-from dashboard.alerts.evaluate import Evaluator
-from dashboard.alerts.models import Alert
+from lockstep.dashboard.alerts.evaluate import Evaluator
+from lockstep.dashboard.alerts.models import Alert
 from tests.dashboard.alerts.helpers import evaluate_until, unresolved
 from tests.dashboard.helpers import produce, wait_until
 from tests.dashboard.scenarios import FailOn, consuming
@@ -25,7 +25,7 @@ STUCK_AFTER_S = 3.0
 def test_it_raises_queue_stuck_and_resolves_after_the_fix(
     redis_url: str, redis_client: redis.Redis, settings: Any
 ) -> None:
-    from workers import create_topic
+    from lockstep.workers import create_topic
 
     settings.LOCKSTEP_STUCK_AFTER_SECONDS = STUCK_AFTER_S
     settings.LOCKSTEP_ALERT_BLOCKED_RETRIES = 3

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from dashboard.alerts import lifecycle
-from dashboard.alerts.models import Alert, AlertEvent, Delivery, Silence
+from lockstep.dashboard.alerts import lifecycle
+from lockstep.dashboard.alerts.models import Alert, AlertEvent, Delivery, Silence
 from tests.dashboard.alerts.findings import later, stuck, webhook_channel
 
 pytestmark = pytest.mark.django_db

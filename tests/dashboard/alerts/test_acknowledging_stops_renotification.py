@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from dashboard.alerts import lifecycle
-from dashboard.alerts.models import Alert, AlertEvent, Delivery
+from lockstep.dashboard.alerts import lifecycle
+from lockstep.dashboard.alerts.models import Alert, AlertEvent, Delivery
 from tests.dashboard.alerts.findings import later, stuck, webhook_channel
 
 pytestmark = pytest.mark.django_db

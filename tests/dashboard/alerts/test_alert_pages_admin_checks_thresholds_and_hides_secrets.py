@@ -8,8 +8,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from dashboard.alerts.models import Alert, Channel, RuleSetting
-from dashboard.alerts.rules import RULES
+from lockstep.dashboard.alerts.models import Alert, Channel, RuleSetting
+from lockstep.dashboard.alerts.rules import RULES
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from dashboard.alerts import pages
-from dashboard.alerts.models import Alert
+from lockstep.dashboard.alerts import pages
+from lockstep.dashboard.alerts.models import Alert
 
 pytestmark = pytest.mark.django_db
 

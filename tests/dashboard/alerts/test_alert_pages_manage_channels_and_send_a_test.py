@@ -14,7 +14,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.alerts.models import Channel, Delivery
+from lockstep.dashboard.alerts.models import Channel, Delivery
 from tests.support import free_port
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.alerts.models import RuleSetting
-from dashboard.alerts.rules import RULES
+from lockstep.dashboard.alerts.models import RuleSetting
+from lockstep.dashboard.alerts.rules import RULES
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from dashboard.alerts.models import Alert, AlertEvent, Channel, Delivery
-from dashboard.alerts.rules import RULES
+from lockstep.dashboard.alerts.models import Alert, AlertEvent, Channel, Delivery
+from lockstep.dashboard.alerts.rules import RULES
 
 pytestmark = pytest.mark.django_db
 

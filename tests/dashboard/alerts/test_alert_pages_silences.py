@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from dashboard.alerts.models import Silence
+from lockstep.dashboard.alerts.models import Silence
 
 pytestmark = pytest.mark.django_db
 

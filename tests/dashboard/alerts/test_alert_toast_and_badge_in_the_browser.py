@@ -25,8 +25,8 @@ from tests.dashboard.stack import (
 SUMMARY = "billing is stuck on orders queue 1 at offset 41"
 OPEN_AND_PUBLISH = f"""
 from django.utils import timezone
-from dashboard.alerts import push
-from dashboard.alerts.models import Alert
+from lockstep.dashboard.alerts import push
+from lockstep.dashboard.alerts.models import Alert
 alert = Alert.objects.create(
     rule="message_blocked", fingerprint="message_blocked|orders|billing|1||",
     severity="critical", topic="orders", group="billing", queue=1,

@@ -9,7 +9,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from dashboard.alerts import lifecycle
+from lockstep.dashboard.alerts import lifecycle
 from tests.dashboard.alerts.findings import later, stuck
 
 pytestmark = pytest.mark.django_db

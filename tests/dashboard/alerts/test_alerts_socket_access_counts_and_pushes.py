@@ -11,9 +11,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from dashboard.alerts import push
-from dashboard.alerts.models import Alert
-from dashboard.asgi import application
+from lockstep.dashboard.alerts import push
+from lockstep.dashboard.alerts.models import Alert
+from lockstep.dashboard.asgi import application
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from dashboard.alerts.channels import KINDS
-from dashboard.alerts.dispatch import send_due
-from dashboard.alerts.lifecycle import notify
-from dashboard.alerts.models import Channel, Delivery
+from lockstep.dashboard.alerts.channels import KINDS
+from lockstep.dashboard.alerts.dispatch import send_due
+from lockstep.dashboard.alerts.lifecycle import notify
+from lockstep.dashboard.alerts.models import Channel, Delivery
 from tests.dashboard.alerts.receiver import make_alert, receiver
 
 pytestmark = pytest.mark.django_db

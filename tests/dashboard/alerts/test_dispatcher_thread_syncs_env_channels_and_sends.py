@@ -6,9 +6,9 @@ import time
 import pytest
 from django.utils import timezone
 
-from dashboard.alerts.dispatch import run
-from dashboard.alerts.lifecycle import notify
-from dashboard.alerts.models import Channel, Delivery
+from lockstep.dashboard.alerts.dispatch import run
+from lockstep.dashboard.alerts.lifecycle import notify
+from lockstep.dashboard.alerts.models import Channel, Delivery
 from tests.dashboard.alerts.receiver import make_alert, receiver
 
 pytestmark = pytest.mark.django_db(transaction=True)

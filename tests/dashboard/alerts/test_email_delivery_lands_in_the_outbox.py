@@ -4,10 +4,10 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
-from dashboard.alerts.channels import KINDS
-from dashboard.alerts.dispatch import send_due
-from dashboard.alerts.lifecycle import notify
-from dashboard.alerts.models import Channel, Delivery
+from lockstep.dashboard.alerts.channels import KINDS
+from lockstep.dashboard.alerts.dispatch import send_due
+from lockstep.dashboard.alerts.lifecycle import notify
+from lockstep.dashboard.alerts.models import Channel, Delivery
 from tests.dashboard.alerts.receiver import make_alert
 
 pytestmark = pytest.mark.django_db

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from dashboard.alerts.env_channels import parse_email_to, parse_webhooks, sync_env_channels
-from dashboard.alerts.models import Channel
+from lockstep.dashboard.alerts.env_channels import parse_email_to, parse_webhooks, sync_env_channels
+from lockstep.dashboard.alerts.models import Channel
 
 pytestmark = pytest.mark.django_db
 

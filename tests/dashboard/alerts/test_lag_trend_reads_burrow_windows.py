@@ -4,8 +4,8 @@ caught up at any point or lag went down."""
 
 from __future__ import annotations
 
-from dashboard.alerts.live import LagSample
-from dashboard.alerts.rules.lag import trend
+from lockstep.dashboard.alerts.live import LagSample
+from lockstep.dashboard.alerts.rules.lag import trend
 
 
 def window(*points: tuple[int, int]) -> list[LagSample]:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from dashboard.alerts.models import RuleSetting
-from dashboard.alerts.rules import RULES
-from dashboard.alerts.thresholds import Thresholds
+from lockstep.dashboard.alerts.models import RuleSetting
+from lockstep.dashboard.alerts.rules import RULES
+from lockstep.dashboard.alerts.thresholds import Thresholds
 
 pytestmark = pytest.mark.django_db
 

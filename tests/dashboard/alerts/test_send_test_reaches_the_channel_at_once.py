@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.alerts.dispatch import send_due, send_test
-from dashboard.alerts.models import Channel, Delivery
+from lockstep.dashboard.alerts.dispatch import send_due, send_test
+from lockstep.dashboard.alerts.models import Channel, Delivery
 from tests.dashboard.alerts.receiver import receiver
 
 pytestmark = pytest.mark.django_db

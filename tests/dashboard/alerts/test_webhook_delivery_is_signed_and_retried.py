@@ -8,11 +8,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from dashboard.alerts import payload
-from dashboard.alerts.channels.webhook import slack_body
-from dashboard.alerts.dispatch import claim, send_due
-from dashboard.alerts.lifecycle import notify
-from dashboard.alerts.models import Channel, Delivery
+from lockstep.dashboard.alerts import payload
+from lockstep.dashboard.alerts.channels.webhook import slack_body
+from lockstep.dashboard.alerts.dispatch import claim, send_due
+from lockstep.dashboard.alerts.lifecycle import notify
+from lockstep.dashboard.alerts.models import Channel, Delivery
 from tests.dashboard.alerts.receiver import make_alert, receiver
 
 pytestmark = pytest.mark.django_db

@@ -9,9 +9,9 @@ from typing import Any
 
 import redis
 
-from dashboard.monitor.redis_conn import get_redis
-from workers import create_topic
-from workers.connection import cluster_of, is_cluster
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.workers import create_topic
+from lockstep.workers.connection import cluster_of, is_cluster
 
 
 def test_the_dashboard_reads_lockstep_data_from_the_cluster(

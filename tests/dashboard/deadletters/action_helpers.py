@@ -12,13 +12,13 @@ from typing import Any
 import redis
 from django.test import Client
 
-from dashboard import celery_app
+from lockstep.dashboard import celery_app
+from lockstep.workers import keys
+from lockstep.workers.config import AfterDlq, Ordering
+from lockstep.workers.message import REPLAY_OF_HEADER, Message, decode_entry
+from lockstep.workers.redis_types import entries
+from lockstep.workers.refs import QueueRef
 from tests.dashboard.deadletters.helpers import T0_MS, add_dead_letter, make_group
-from workers import keys
-from workers.config import AfterDlq, Ordering
-from workers.message import REPLAY_OF_HEADER, Message, decode_entry
-from workers.redis_types import entries
-from workers.refs import QueueRef
 
 TOPIC, GROUP = "orders", "billing"
 ACTIONS_PATH = f"/api/v1/groups/{GROUP}/dead-letters/actions"

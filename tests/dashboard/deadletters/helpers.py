@@ -8,14 +8,14 @@ from typing import Any
 
 import redis
 
-from dashboard.deadletters.models import DeadLetter
-from dashboard.deadletters.sync import sync_all
-from workers import keys
-from workers.broker import dead_letter_entry
-from workers.config import AfterDlq, Ordering, Subscription
-from workers.message import FailedAttempt, Message
-from workers.refs import QueueRef
-from workers.topics import create_topic, register_group
+from lockstep.dashboard.deadletters.models import DeadLetter
+from lockstep.dashboard.deadletters.sync import sync_all
+from lockstep.workers import keys
+from lockstep.workers.broker import dead_letter_entry
+from lockstep.workers.config import AfterDlq, Ordering, Subscription
+from lockstep.workers.message import FailedAttempt, Message
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import create_topic, register_group
 
 T0_MS = 1_795_257_000_000  # a fixed "now" for dead-letter times
 

@@ -12,15 +12,15 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.deadletters.models import DeadLetter, Status
-from dashboard.deadletters.sync import sync_all
+from lockstep.dashboard.deadletters.models import DeadLetter, Status
+from lockstep.dashboard.deadletters.sync import sync_all
+from lockstep.workers import Producer, create_topic
+from lockstep.workers.config import AfterDlq, Ordering
+from lockstep.workers.dead_letters import ReplayOutcome, replay
+from lockstep.workers.inspect import held_keys, list_dead_letters
+from lockstep.workers.refs import QueueRef
 from tests.dashboard.helpers import wait_until
 from tests.dashboard.scenarios import FailOn, consuming, ingest_all
-from workers import Producer, create_topic
-from workers.config import AfterDlq, Ordering
-from workers.dead_letters import ReplayOutcome, replay
-from workers.inspect import held_keys, list_dead_letters
-from workers.refs import QueueRef
 
 pytestmark = pytest.mark.django_db
 

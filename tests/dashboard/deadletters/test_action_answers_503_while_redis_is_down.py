@@ -10,8 +10,8 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.deadletters.models import ActionRequest, DeadLetter, Status
-from dashboard.deadletters.sync import sync_all
+from lockstep.dashboard.deadletters.models import ActionRequest, DeadLetter, Status
+from lockstep.dashboard.deadletters.sync import sync_all
 from tests.dashboard.deadletters.action_helpers import ACTIONS_PATH, fill, post
 from tests.support import free_port
 

@@ -11,16 +11,16 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.deadletters import actions, tasks
-from dashboard.deadletters.models import (
+from lockstep.dashboard.deadletters import actions, tasks
+from lockstep.dashboard.deadletters.models import (
     ActionItem,
     ActionRequest,
     AuditEntry,
     DeadLetter,
     Status,
 )
-from dashboard.deadletters.plans import Selection
-from dashboard.deadletters.sync import sync_all
+from lockstep.dashboard.deadletters.plans import Selection
+from lockstep.dashboard.deadletters.sync import sync_all
 from tests.dashboard.deadletters.action_helpers import (
     ACTIONS_PATH,
     dead_letters_in_redis,

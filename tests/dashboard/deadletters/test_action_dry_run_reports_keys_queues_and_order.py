@@ -11,8 +11,11 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.deadletters.models import ActionRequest, AuditEntry, DeadLetter, Status
-from dashboard.deadletters.sync import sync_all
+from lockstep.dashboard.deadletters.models import ActionRequest, AuditEntry, DeadLetter, Status
+from lockstep.dashboard.deadletters.sync import sync_all
+from lockstep.workers import Producer, create_topic
+from lockstep.workers.config import AfterDlq, Ordering
+from lockstep.workers.inspect import held_keys
 from tests.dashboard.deadletters.action_helpers import (
     ACTIONS_PATH,
     GROUP,
@@ -24,9 +27,6 @@ from tests.dashboard.deadletters.action_helpers import (
 )
 from tests.dashboard.helpers import wait_until
 from tests.dashboard.scenarios import FailOn, consuming
-from workers import Producer, create_topic
-from workers.config import AfterDlq, Ordering
-from workers.inspect import held_keys
 
 pytestmark = pytest.mark.django_db
 

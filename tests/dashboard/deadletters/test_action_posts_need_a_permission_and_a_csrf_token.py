@@ -12,8 +12,13 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.deadletters.models import ActionRequest, AuditEntry, DeadLetter, StatusChange
-from dashboard.deadletters.sync import sync_all
+from lockstep.dashboard.deadletters.models import (
+    ActionRequest,
+    AuditEntry,
+    DeadLetter,
+    StatusChange,
+)
+from lockstep.dashboard.deadletters.sync import sync_all
 from tests.dashboard.deadletters.action_helpers import (
     ACTIONS_PATH,
     dead_letters_in_redis,

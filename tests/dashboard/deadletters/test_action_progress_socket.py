@@ -14,10 +14,10 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.asgi import application
-from dashboard.deadletters import actions, tasks
-from dashboard.deadletters.plans import Selection
-from dashboard.deadletters.sync import sync_all
+from lockstep.dashboard.asgi import application
+from lockstep.dashboard.deadletters import actions, tasks
+from lockstep.dashboard.deadletters.plans import Selection
+from lockstep.dashboard.deadletters.sync import sync_all
 from tests.dashboard.deadletters.action_helpers import GROUP, celery_broker, fill, queued_tasks
 
 # Transactional (the consumer reads from another thread); ``roles`` makes again the role
@@ -88,7 +88,7 @@ async def test_it_sends_the_snapshot_then_numbered_progress_until_done(
     await communicator.disconnect()
 
     assert [(t["task"], t["argsrepr"]) for t in queued] == [
-        ("dashboard.deadletters.tasks.run_action", "('socket-test-1',)")
+        ("lockstep.dashboard.deadletters.tasks.run_action", "('socket-test-1',)")
     ]
     assert connected
     assert (snapshot["type"], snapshot["seq"], snapshot["state"]) == ("progress", 0, "pending")

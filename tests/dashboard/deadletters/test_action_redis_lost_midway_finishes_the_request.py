@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import redis
 
-from dashboard.deadletters import actions
-from dashboard.deadletters.models import AuditEntry, DeadLetter, Status
-from dashboard.deadletters.plans import Selection
-from dashboard.deadletters.sync import sync_all
+from lockstep.dashboard.deadletters import actions
+from lockstep.dashboard.deadletters.models import AuditEntry, DeadLetter, Status
+from lockstep.dashboard.deadletters.plans import Selection
+from lockstep.dashboard.deadletters.sync import sync_all
 from tests.dashboard.deadletters.action_helpers import GROUP, fill
 from tests.support import redis_server
 

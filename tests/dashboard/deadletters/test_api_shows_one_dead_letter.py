@@ -11,10 +11,10 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.deadletters.models import DeadLetter
-from dashboard.deadletters.present import BODY_HEX_LIMIT, BODY_TEXT_LIMIT
+from lockstep.dashboard.deadletters.models import DeadLetter
+from lockstep.dashboard.deadletters.present import BODY_HEX_LIMIT, BODY_TEXT_LIMIT
+from lockstep.workers.message import REPLAY_OF_HEADER
 from tests.dashboard.deadletters.helpers import T0_MS, add_dead_letter, attempt, make_group, synced
-from workers.message import REPLAY_OF_HEADER
 
 pytestmark = pytest.mark.django_db
 

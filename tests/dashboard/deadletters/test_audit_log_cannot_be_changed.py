@@ -7,8 +7,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.deadletters.models import AuditEntry, AuditLogIsAppendOnly
-from dashboard.monitor.models import Event
+from lockstep.dashboard.deadletters.models import AuditEntry, AuditLogIsAppendOnly
+from lockstep.dashboard.monitor.models import Event
 
 pytestmark = pytest.mark.django_db
 

@@ -111,7 +111,7 @@ def _start_worker(web: WebSide, tmp_path: Path) -> subprocess.Popen[bytes]:
                 "-m",
                 "celery",
                 "-A",
-                "dashboard.celery",
+                "lockstep.dashboard.celery",
                 "worker",
                 "--pool",
                 "solo",

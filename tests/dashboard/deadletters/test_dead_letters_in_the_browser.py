@@ -26,23 +26,23 @@ import redis
 from playwright.sync_api import Browser, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from lockstep.workers import Consumer, Producer, create_topic, keys
+from lockstep.workers.broker import Broker, dead_letter_entry
+from lockstep.workers.config import AfterDlq, Ordering, Subscription
+from lockstep.workers.inspect import held_keys, list_dead_letters
+from lockstep.workers.message import Message, decode_entry
+from lockstep.workers.redis_types import entries
+from lockstep.workers.refs import QueueRef
+from lockstep.workers.topics import register_group
 from tests.dashboard.stack import ARTIFACTS, TIMEOUT_MS, Site, chromium, log_in, running_site
 from tests.workers.handlers import fail_flag
 from tests.workers.harness import FAST, RECORD_HANDLER, body, handled, wait_until
-from workers import Consumer, Producer, create_topic, keys
-from workers.broker import Broker, dead_letter_entry
-from workers.config import AfterDlq, Ordering, Subscription
-from workers.inspect import held_keys, list_dead_letters
-from workers.message import Message, decode_entry
-from workers.redis_types import entries
-from workers.refs import QueueRef
-from workers.topics import register_group
 
 GROUP = "billing"  # one group on three topics, one per ordering
 OPS, OPS_PASSWORD = "ops", "ops-password-1"
 CREATE_OPS = (
     "from django.contrib.auth.models import User\n"
-    "from dashboard.deadletters.roles import OPERATOR, grant_role\n"
+    "from lockstep.dashboard.deadletters.roles import OPERATOR, grant_role\n"
     f"grant_role(User.objects.create_user({OPS!r}, password={OPS_PASSWORD!r}), OPERATOR)\n"
 )
 # Bulk requests act on 40 dead letters a second: 240 take 6 s, long enough to watch the

@@ -12,7 +12,7 @@ import redis
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from dashboard.deadletters.models import DeadLetter, Status
+from lockstep.dashboard.deadletters.models import DeadLetter, Status
 from tests.dashboard.deadletters.helpers import T0_MS, add_dead_letter, make_group
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ import redis
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from dashboard.deadletters.models import ActionRequest, AuditEntry, DeadLetter, Status
+from lockstep.dashboard.deadletters.models import ActionRequest, AuditEntry, DeadLetter, Status
 from tests.dashboard.deadletters.action_helpers import (
     GROUP,
     dead_letters_in_redis,

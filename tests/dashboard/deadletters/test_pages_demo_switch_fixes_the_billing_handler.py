@@ -12,13 +12,13 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.demo.handlers import FIXED_FLAG
+from lockstep.dashboard.demo.handlers import FIXED_FLAG
+from lockstep.workers.config import Subscription
 from tests.dashboard.deadletters.helpers import make_group
-from workers.config import Subscription
 
 pytestmark = pytest.mark.django_db
 
-DEMO = Subscription("orders", "billing", "dashboard.demo.handle_billing")
+DEMO = Subscription("orders", "billing", "lockstep.dashboard.demo.handle_billing")
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.deadletters.models import AuditEntry
+from lockstep.dashboard.deadletters.models import AuditEntry
 from tests.dashboard.deadletters.helpers import add_dead_letter, attempt, make_group, synced
 
 pytestmark = pytest.mark.django_db

@@ -13,8 +13,8 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.deadletters.models import DeadLetter
-from dashboard.deadletters.sync import sync_all
+from lockstep.dashboard.deadletters.models import DeadLetter
+from lockstep.dashboard.deadletters.sync import sync_all
 from tests.dashboard.deadletters.helpers import T0_MS, add_dead_letter, make_group
 
 pytestmark = pytest.mark.django_db

@@ -13,11 +13,11 @@ import redis
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.deadletters.models import DeadLetter
+from lockstep.dashboard.deadletters.models import DeadLetter
+from lockstep.workers import keys
+from lockstep.workers.message import REPLAY_OF_HEADER
+from lockstep.workers.refs import QueueRef
 from tests.dashboard.deadletters.helpers import T0_MS, add_dead_letter, attempt, make_group, synced
-from workers import keys
-from workers.message import REPLAY_OF_HEADER
-from workers.refs import QueueRef
 
 pytestmark = pytest.mark.django_db
 

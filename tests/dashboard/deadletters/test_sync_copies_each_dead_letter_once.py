@@ -8,11 +8,11 @@ import pytest
 import redis
 from django.conf import settings
 
-from dashboard.deadletters import tasks
-from dashboard.deadletters.models import DeadLetter, Status, StatusChange, SyncCursor
-from dashboard.deadletters.sync import sync_all, sync_dead_letters
+from lockstep.dashboard.deadletters import tasks
+from lockstep.dashboard.deadletters.models import DeadLetter, Status, StatusChange, SyncCursor
+from lockstep.dashboard.deadletters.sync import sync_all, sync_dead_letters
+from lockstep.workers.config import AfterDlq, Ordering
 from tests.dashboard.deadletters.helpers import T0_MS, add_dead_letter, attempt, make_group
-from workers.config import AfterDlq, Ordering
 
 pytestmark = pytest.mark.django_db
 
@@ -121,7 +121,7 @@ def test_it_runs_as_a_beat_task_every_few_seconds(redis_client: redis.Redis) -> 
     copied = tasks.sync_dead_letters.apply().get()
 
     entry = settings.CELERY_BEAT_SCHEDULE["lockstep-sync-dead-letters"]
-    assert entry["task"] == "dashboard.deadletters.tasks.sync_dead_letters"
+    assert entry["task"] == "lockstep.dashboard.deadletters.tasks.sync_dead_letters"
     assert entry["schedule"] == settings.LOCKSTEP_DEAD_LETTER_SYNC_SECONDS <= 5
     assert copied == 1
     assert DeadLetter.objects.count() == 1

@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 import redis
 
-from dashboard.deadletters.models import DeadLetter, Status
-from dashboard.deadletters.sync import sync_all
+from lockstep.dashboard.deadletters.models import DeadLetter, Status
+from lockstep.dashboard.deadletters.sync import sync_all
+from lockstep.workers import events as ev
+from lockstep.workers.message import ORIGINAL_OFFSET_HEADER, REPLAY_ID_HEADER, REPLAY_OF_HEADER
 from tests.dashboard.deadletters.helpers import T0_MS, add_dead_letter, make_group
 from tests.dashboard.scenarios import ingest_all, write_event
-from workers import events as ev
-from workers.message import ORIGINAL_OFFSET_HEADER, REPLAY_ID_HEADER, REPLAY_OF_HEADER
 
 pytestmark = pytest.mark.django_db
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from dashboard.celery import app as celery_app
-from dashboard.reports import runner
-from dashboard.reports.models import AnalyticsRun
+from lockstep.dashboard.celery import app as celery_app
+from lockstep.dashboard.reports import runner
+from lockstep.dashboard.reports.models import AnalyticsRun
 from tests.support import free_port
 
 pytestmark = pytest.mark.django_db

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 import redis
 
-from dashboard.monitor.tasks import lag_samples, sample_lag
-from dashboard.reports.writer import write_new_data
+from lockstep.dashboard.monitor.tasks import lag_samples, sample_lag
+from lockstep.dashboard.reports.writer import write_new_data
+from lockstep.workers import create_topic
+from lockstep.workers import events as ev
+from lockstep.workers.config import AfterDlq, Ordering
 from tests.dashboard.helpers import produce, wait_until
 from tests.dashboard.reports.writing import analytics_uri, rows
 from tests.dashboard.scenarios import FailOn, consuming, ingest_until
-from workers import create_topic
-from workers import events as ev
-from workers.config import AfterDlq, Ordering
 
 __all__ = ["analytics_uri"]
 

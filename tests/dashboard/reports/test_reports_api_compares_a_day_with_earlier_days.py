@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.reports.models import (
+from lockstep.dashboard.reports.models import (
     AnalyticsRun,
     GroupDay,
     HourlyGroup,

@@ -18,8 +18,8 @@ from django.test import Client
 # Imported at collection, so its tasks are registered with the Celery app before the
 # suite's session fixture closes the app: ``Celery.close`` also takes the app off the
 # active apps that a task module imported later would be registered with.
-import dashboard.reports.tasks  # noqa: F401
-from dashboard.reports.models import AnalyticsRun
+import lockstep.dashboard.reports.tasks  # noqa: F401
+from lockstep.dashboard.reports.models import AnalyticsRun
 from tests.dashboard.deadletters.conftest import admin_user, operator, viewer
 
 __all__ = ["admin_user", "operator", "viewer"]
@@ -89,7 +89,7 @@ def test_it_queues_a_run_for_an_operator_and_sends_the_task_to_the_broker(
     # The task message waits in the suite's Redis, Celery's broker (no worker listens).
     queued = [json.loads(m) for m in redis_client.lrange("celery", 0, -1)]
     assert [(m["headers"]["task"], m["headers"]["argsrepr"]) for m in queued] == [
-        ("dashboard.reports.tasks.run_requested_analytics", f"({run.pk},)")
+        ("lockstep.dashboard.reports.tasks.run_requested_analytics", f"({run.pk},)")
     ]
 
 

@@ -8,8 +8,8 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from dashboard.reports.models import AnalyticsRun, GroupDay, StuckEpisode
-from dashboard.reports.report import report_lines
+from lockstep.dashboard.reports.models import AnalyticsRun, GroupDay, StuckEpisode
+from lockstep.dashboard.reports.report import report_lines
 
 pytestmark = pytest.mark.django_db
 

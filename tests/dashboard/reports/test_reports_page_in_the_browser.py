@@ -16,7 +16,7 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 from playwright.sync_api import Browser, Page
 
-from dashboard.reports import models as m
+from lockstep.dashboard.reports import models as m
 from tests.dashboard.stack import REPO, TIMEOUT_MS, Site, chromium, log_in, running_site
 
 SCREENSHOTS = REPO / "var" / "screenshots"
@@ -423,6 +423,6 @@ def test_run_now_queues_a_run_and_follows_it_until_it_ends(page: Page, site: Sit
 def _update_run(site: Site, run_id: str | None, assignments: str) -> None:
     """Change the run in the site's database as the worker running it would."""
     site.manage(
-        "shell", "-c", "from dashboard.reports.models import AnalyticsRun; "
+        "shell", "-c", "from lockstep.dashboard.reports.models import AnalyticsRun; "
         f"AnalyticsRun.objects.filter(pk={int(run_id or 0)}).update({assignments})",
     )  # fmt: skip

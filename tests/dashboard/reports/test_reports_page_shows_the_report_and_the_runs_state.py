@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.reports.models import AnalyticsRun, GroupDay, QueueDay
+from lockstep.dashboard.reports.models import AnalyticsRun, GroupDay, QueueDay
 from tests.dashboard.deadletters.conftest import viewer
 
 __all__ = ["viewer"]

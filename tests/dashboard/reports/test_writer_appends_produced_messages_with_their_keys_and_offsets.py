@@ -9,12 +9,12 @@ from collections import Counter
 import pytest
 import redis
 
-from analytics.layout import Partition
-from dashboard.reports.models import DataCursor
-from dashboard.reports.writer import write_new_data
+from lockstep.analytics.layout import Partition
+from lockstep.dashboard.reports.models import DataCursor
+from lockstep.dashboard.reports.writer import write_new_data
+from lockstep.workers import Producer, create_topic, keys
+from lockstep.workers.refs import QueueRef
 from tests.dashboard.reports.writing import analytics_uri, files, producer, rows
-from workers import Producer, create_topic, keys
-from workers.refs import QueueRef
 
 __all__ = ["analytics_uri", "producer"]
 

@@ -8,11 +8,11 @@ import logging
 import pytest
 import redis
 
-from dashboard.reports.models import DataCursor
-from dashboard.reports.writer import write_new_data
+from lockstep.dashboard.reports.models import DataCursor
+from lockstep.dashboard.reports.writer import write_new_data
+from lockstep.workers import Producer, create_topic, keys
+from lockstep.workers.refs import QueueRef
 from tests.dashboard.reports.writing import analytics_uri, producer, rows
-from workers import Producer, create_topic, keys
-from workers.refs import QueueRef
 
 __all__ = ["analytics_uri", "producer"]
 
@@ -35,7 +35,7 @@ def test_it_continues_after_the_trimmed_offsets_and_says_how_many_were_missed(
         producer.send("orders", f"order-{n}", b"x")
     redis_client.xtrim(keys.stream(QUEUE), maxlen=5, approximate=False)  # 15..19 remain
 
-    with caplog.at_level(logging.WARNING, logger="dashboard.reports.writer"):
+    with caplog.at_level(logging.WARNING, logger="lockstep.dashboard.reports.writer"):
         assert write_new_data()["messages"] == 5
 
     assert sorted(r["offset"] for r in rows(analytics_uri, "messages")) == [

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 import redis
 
-from dashboard.reports import writer
-from dashboard.reports.models import DataCursor
-from dashboard.reports.writer import write_new_data
+from lockstep.dashboard.reports import writer
+from lockstep.dashboard.reports.models import DataCursor
+from lockstep.dashboard.reports.writer import write_new_data
+from lockstep.workers import Producer, create_topic
+from lockstep.workers import events as ev
 from tests.dashboard.reports.writing import analytics_uri, files, ms_of, producer, rows, store
-from workers import Producer, create_topic
-from workers import events as ev
 
 __all__ = ["analytics_uri", "producer"]
 

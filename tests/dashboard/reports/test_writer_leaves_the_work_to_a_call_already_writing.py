@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import redis
 
-from dashboard.reports.models import DataCursor
-from dashboard.reports.writer import LOCK_KEY, write_new_data
+from lockstep.dashboard.reports.models import DataCursor
+from lockstep.dashboard.reports.writer import LOCK_KEY, write_new_data
+from lockstep.workers import events as ev
 from tests.dashboard.reports.writing import analytics_uri, files, ms_of, store
-from workers import events as ev
 
 __all__ = ["analytics_uri"]
 

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from dashboard.reports.writer import write_new_data
+from lockstep.dashboard.reports.writer import write_new_data
+from lockstep.workers import events as ev
 from tests.dashboard.reports.writing import analytics_uri, ms_of, rows, rows_by_file, store
-from workers import events as ev
 
 __all__ = ["analytics_uri"]
 

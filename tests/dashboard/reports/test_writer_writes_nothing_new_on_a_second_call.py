@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from dashboard.reports.writer import write_new_data
+from lockstep.dashboard.reports.writer import write_new_data
+from lockstep.workers import Producer, create_topic
+from lockstep.workers import events as ev
 from tests.dashboard.reports.writing import analytics_uri, files, ms_of, producer, rows, store
-from workers import Producer, create_topic
-from workers import events as ev
 
 __all__ = ["analytics_uri", "producer"]
 

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 import redis
 
-from dashboard.monitor.models import Event
-from workers import Producer
+from lockstep.dashboard.monitor.models import Event
+from lockstep.workers import Producer
 
 
 @pytest.fixture

@@ -41,6 +41,11 @@ from typing import Any
 import pytest
 import redis
 
+from lockstep.workers import Producer, create_topic, keys
+from lockstep.workers.config import SendOptions
+from lockstep.workers.connection import cluster_of
+from lockstep.workers.errors import SendError
+from lockstep.workers.refs import QueueRef
 from tests.support import LocalCluster, redis_cluster
 from tests.workers.conftest import StartConsumer
 from tests.workers.handlers import DELAY_ENV, HANDLED
@@ -54,11 +59,6 @@ from tests.workers.harness import (
     registered,
     wait_until,
 )
-from workers import Producer, create_topic, keys
-from workers.config import SendOptions
-from workers.connection import cluster_of
-from workers.errors import SendError
-from workers.refs import QueueRef
 
 TOPIC, GROUP, QUEUES = "orders", "ledger", 8
 PRODUCERS, KEYS_PER_PRODUCER = 4, 10

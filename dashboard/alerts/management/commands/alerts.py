@@ -17,11 +17,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from dashboard.alerts import dispatch, evaluate
-from dashboard.alerts.models import STATES, Alert
-from dashboard.alerts.rules import RULES
-from dashboard.monitor.redis_conn import get_redis
-from workers.outage import REDIS_DOWN, describe
+from lockstep.dashboard.alerts import dispatch, evaluate
+from lockstep.dashboard.alerts.models import STATES, Alert
+from lockstep.dashboard.alerts.rules import RULES
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.workers.outage import REDIS_DOWN, describe
 
 
 def _iso(value: Any) -> str | None:

@@ -25,11 +25,11 @@ from typing import Any
 import redis
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from dashboard.deadletters import actions, present
-from dashboard.deadletters.models import ActionItem, ActionRequest, DeadLetter, Status
-from dashboard.deadletters.plans import ActionRefused, Selection, plan
-from dashboard.deadletters.progress import outcome_counts
-from dashboard.deadletters.queries import (
+from lockstep.dashboard.deadletters import actions, present
+from lockstep.dashboard.deadletters.models import ActionItem, ActionRequest, DeadLetter, Status
+from lockstep.dashboard.deadletters.plans import ActionRefused, Selection, plan
+from lockstep.dashboard.deadletters.progress import outcome_counts
+from lockstep.dashboard.deadletters.queries import (
     MAX_LIMIT,
     Filters,
     count_waiting,
@@ -37,10 +37,10 @@ from dashboard.deadletters.queries import (
     page,
     sort_param,
 )
-from dashboard.deadletters.sync import sync_all
-from dashboard.deadletters.views import require_known_group
-from dashboard.monitor.redis_conn import get_redis
-from dashboard.monitor.views.common import BadParameter, NotFound
+from lockstep.dashboard.deadletters.sync import sync_all
+from lockstep.dashboard.deadletters.views import require_known_group
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.monitor.views.common import BadParameter, NotFound
 
 FILTERS = ("topic", "queue", "key", "error", "status", "since", "until")
 

@@ -8,11 +8,11 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from workers.config import AfterDlq, Model, Ordering, Subscription
-from workers.consumer import Consumer
-from workers.errors import LockstepError
-from workers.handlers import import_handler
-from workers.redact import mask_url
+from lockstep.workers.config import AfterDlq, Model, Ordering, Subscription
+from lockstep.workers.consumer import Consumer
+from lockstep.workers.errors import LockstepError
+from lockstep.workers.handlers import import_handler
+from lockstep.workers.redact import mask_url
 
 
 class Command(BaseCommand):

@@ -3,10 +3,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 
-from dashboard.monitor.models import Topic
-from dashboard.monitor.redis_conn import get_redis
-from workers.errors import LockstepError
-from workers.topics import create_topic
+from lockstep.dashboard.monitor.models import Topic
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.workers.errors import LockstepError
+from lockstep.workers.topics import create_topic
 
 
 class Command(BaseCommand):

@@ -7,10 +7,10 @@ import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from dashboard.demo.producer import run_demo_producer
-from dashboard.monitor.models import Topic
-from dashboard.monitor.redis_conn import get_redis
-from workers.topics import create_topic
+from lockstep.dashboard.demo.producer import run_demo_producer
+from lockstep.dashboard.monitor.models import Topic
+from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.workers.topics import create_topic
 
 
 class Command(BaseCommand):

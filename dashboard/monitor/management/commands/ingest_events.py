@@ -8,8 +8,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from dashboard.monitor.ingest import Ingester
-from dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.monitor.ingest import Ingester
+from lockstep.dashboard.monitor.redis_conn import get_redis
 
 
 class Command(BaseCommand):

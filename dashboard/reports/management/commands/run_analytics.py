@@ -4,10 +4,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from dashboard.reports.models import AnalyticsRun
-from dashboard.reports.report import report_lines
-from dashboard.reports.runner import run_analytics
-from dashboard.reports.writer import write_new_data
+from lockstep.dashboard.reports.models import AnalyticsRun
+from lockstep.dashboard.reports.report import report_lines
+from lockstep.dashboard.reports.runner import run_analytics
+from lockstep.dashboard.reports.writer import write_new_data
 
 
 def _day(text: str) -> date:
