@@ -6,6 +6,7 @@ suite was tested with); pip's cache makes a repeated install cheap."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -37,10 +38,24 @@ class Venv:
         assert len(found) == 1, found
         return found[0]
 
+    def env(self, **extra: str) -> dict[str, str]:
+        """The suite's environment without what would put the checkout on the path or
+        choose its settings (``make test`` exports PYTHONPATH and DJANGO_SETTINGS_MODULE),
+        the environment's ``bin`` first on PATH, plus ``extra``."""
+        env = {
+            name: value
+            for name, value in os.environ.items()
+            if not name.startswith(("PYTHON", "DJANGO_", "VIRTUAL_ENV"))
+        }
+        env["PATH"] = f"{self.path / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}"
+        return {**env, **extra}
+
     def run(self, *args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
-        """``python ARGS`` in the environment, outside the checkout (so nothing of the
-        repository is on the path), output captured as text."""
+        """``python ARGS`` in the environment, outside the checkout and with ``env()``
+        unless told otherwise (so nothing of the repository is on the path), output
+        captured as text."""
         kwargs.setdefault("cwd", self.path)
+        kwargs.setdefault("env", self.env())
         return subprocess.run(  # type: ignore[call-overload]
             [str(self.python), *args], capture_output=True, text=True, **kwargs
         )

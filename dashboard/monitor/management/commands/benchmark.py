@@ -1,3 +1,4 @@
+import importlib.util
 import json
 from typing import Any
 
@@ -98,6 +99,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        _require_a_source_checkout()
         messages = options["messages"]
         if messages is not None and messages < 100:
             raise CommandError("--messages must be at least 100")
@@ -135,6 +137,17 @@ class Command(BaseCommand):
         else:
             for k, v in result.items():
                 self.stdout.write(f"{k}: {v}")
+
+
+def _require_a_source_checkout() -> None:
+    """The benchmarks live in the repository's ``bench/``, which the wheel does not ship
+    (docs/packaging.md): an installed Lockstep says so instead of failing on an import."""
+    if importlib.util.find_spec("bench") is None:
+        raise CommandError(
+            "benchmarks run from a source checkout of Lockstep (bench/ is not installed "
+            "with the package): in the checkout, `make setup-test`, then "
+            "`.venv/bin/python manage.py benchmark NAME`"
+        )
 
 
 def _storage_or_soak(options: dict[str, Any]) -> dict[str, Any]:
