@@ -14,7 +14,7 @@ from lockstep.workers.errors import (
     SendError,
     UnknownTopicError,
 )
-from lockstep.workers.message import ConsumeContext, ConsumeStatus, Message
+from lockstep.workers.message import ConsumeContext, ConsumeStatus, Handler, Message
 from lockstep.workers.producer import Producer, SendResult
 from lockstep.workers.refs import QueueRef
 from lockstep.workers.topics import create_topic
@@ -24,6 +24,7 @@ __all__ = [
     "ConsumeContext",
     "ConsumeStatus",
     "Consumer",
+    "Handler",
     "HandlerImportError",
     "InvalidMessageError",
     "LockstepError",

@@ -5,9 +5,10 @@ the consumer threads) and stops before the worker exits, so each queue finishes 
 message in progress, commits, and is unlocked.
 
 Configuration is handed in, never imported: ``LockstepConsumers`` reads the environment
-(``LOCKSTEP_SUBSCRIPTIONS`` as JSON, ``REDIS_URL``); ``configured_step``
-makes a step that asks the given callables instead (a Django project passes its
-settings, see ``dashboard/celery.py``). An empty subscription list runs none.
+(``LOCKSTEP_SUBSCRIPTIONS`` as JSON, ``REDIS_URL``, the ``LOCKSTEP_*`` timings);
+``configured_step`` makes a step that asks the given callables instead (a Django project
+passes its settings, see ``dashboard/celery.py``; ``lockstep.celery.install`` is the
+public way to add one to any Celery app). An empty subscription list runs none.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from celery import bootsteps
 
-from lockstep.workers.config import Subscription, redis_url, subscriptions_from_json
+from lockstep.workers.config import Subscription, Timings, redis_url, subscriptions_from_json
 from lockstep.workers.consumer import Consumer
 
 log = logging.getLogger(__name__)
@@ -39,12 +40,16 @@ class LockstepConsumers(bootsteps.StartStopStep):
     def redis_url(self) -> str:
         return redis_url()
 
+    def timings(self) -> Timings | None:
+        """The consumer's timings; None reads them from the environment."""
+        return None
+
     def start(self, parent: Any) -> None:
         subs = self.subscriptions()
         if not subs:
             log.info("lockstep: no subscriptions configured")
             return
-        self.consumer = Consumer(self.redis_url(), subs)
+        self.consumer = Consumer(self.redis_url(), subs, timings=self.timings())
         self.consumer.start()
         log.info(
             "lockstep: consumer %s started %d subscription(s)",
@@ -65,9 +70,11 @@ class LockstepConsumers(bootsteps.StartStopStep):
 def configured_step(
     subscriptions: Callable[[], Sequence[Subscription]],
     url: Callable[[], str] = redis_url,
+    timings: Callable[[], Timings | None] | None = None,
 ) -> type[LockstepConsumers]:
-    """A ``LockstepConsumers`` step that takes its subscriptions and Redis URL from the
-    callables, called when the worker starts (so settings may load lazily)."""
+    """A ``LockstepConsumers`` step that takes its subscriptions, Redis URL and timings
+    (None: from the environment) from the callables, called when the worker starts (so
+    settings may load lazily)."""
 
     class ConfiguredLockstepConsumers(LockstepConsumers):
         def subscriptions(self) -> list[Subscription]:
@@ -75,5 +82,8 @@ def configured_step(
 
         def redis_url(self) -> str:
             return url()
+
+        def timings(self) -> Timings | None:
+            return timings() if timings is not None else None
 
     return ConfiguredLockstepConsumers

@@ -273,8 +273,8 @@ def dead_letter_entry(
         "reconsume_times": message.reconsume_times,
         "group": sub.group,
         "error": error[:4000],  # the cause in one line; tracebacks are in ``attempts``
-        "ordering": sub.ordering.value,
-        "after_dlq": sub.after_dlq.value,
+        "ordering": str(sub.ordering),
+        "after_dlq": str(sub.after_dlq),
         "attempts": _json(list(attempts)),
     }
 

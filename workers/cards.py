@@ -58,6 +58,9 @@ class QueueSnapshot(TypedDict):
 class SubscriptionCard(TypedDict):
     topic: str
     group: str
+    # The handler's dotted path, or a callable's module.qualname; absent on cards written
+    # before it was published.
+    handler: NotRequired[str]
     model: str
     ordering: str
     lanes: int

@@ -11,10 +11,12 @@ import json
 import os
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from lockstep.workers.env import env_float, env_int
 from lockstep.workers.errors import ConfigurationError
+from lockstep.workers.handler_log import HANDLER_LOG_INTERVAL_S
+from lockstep.workers.handlers import HandlerSpec, handler_name
 from lockstep.workers.message import clamp_suspend
 
 # RocketMQ's orderly default (Integer.MAX_VALUE): retry forever, the queue blocks meanwhile.
@@ -36,6 +38,13 @@ class Ordering(StrEnum):
 class AfterDlq(StrEnum):
     CONTINUE = "continue"  # the key moves on (RocketMQ's behaviour)
     HOLD = "hold"  # the key's later messages are parked until the dead letter is handled
+
+
+# The plain strings a subscription accepts for each enum field (``ordering="key"``), so a
+# caller's type checker catches a typo; ``Subscription`` stores the enum member.
+ModelName = Literal["clustering", "broadcasting"]
+OrderingName = Literal["queue", "key"]
+AfterDlqName = Literal["continue", "hold"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,10 @@ class Timings:
     # messages a second); 5 s is RocketMQ's offset persist interval and half the lag
     # sample period, so a queue chart still gets two commit points per sample.
     commit_event_interval_s: float = 5.0
+    # A handler's failures are logged (logger ``lockstep``) at most once per (group,
+    # topic, queue) this often; why a minute: workers/handler_log.py. Set in code only
+    # (``Timings(handler_log_interval_s=...)``): tests shorten it.
+    handler_log_interval_s: float = HANDLER_LOG_INTERVAL_S
 
     @classmethod
     def from_env(cls) -> Timings:
@@ -196,25 +209,31 @@ class SendOptions:
 class Subscription:
     """One (topic, group, handler) the runtime consumes.
 
-    ``max_reconsume_times`` of ``UNBOUNDED`` (-1) retries forever, as RocketMQ's orderly
-    consumer does by default; a finite value dead-letters a message after that many retries.
+    ``handler`` is a callable ``(messages, ctx) -> ConsumeStatus`` or the dotted path of
+    one (``"pkg.mod.func"``, imported when the consumer starts); ``handler_name`` is how
+    events, cards and log lines name it. ``model``, ``ordering`` and ``after_dlq`` take the
+    enum member or its plain string (``ordering="key"``); after construction they always
+    hold the enum member. ``max_reconsume_times`` of ``UNBOUNDED`` (-1) retries forever, as
+    RocketMQ's orderly consumer does by default; a finite value dead-letters a message
+    after that many retries. Every field is checked here: a bad value raises
+    ``ConfigurationError`` at once, not later inside a consumer thread.
     """
 
     topic: str
     group: str
-    handler: str
+    handler: HandlerSpec
     batch_size: int = 1
     max_reconsume_times: int = UNBOUNDED
     suspend_ms: int = 1000
-    model: Model = Model.CLUSTERING
+    model: Model | ModelName = Model.CLUSTERING
     consumer_name: str = ""  # stable name for broadcasting offsets; defaults to host name
-    ordering: Ordering = Ordering.QUEUE
+    ordering: Ordering | OrderingName = Ordering.QUEUE
     # Key ordering: handler threads per subscription in one consumer process.
     lanes: int = 16
     # Key ordering: pulling a queue pauses above this many unfinished messages and
     # resumes at half (RocketMQ's pullThresholdForQueue is 1,000).
     max_in_flight: int = 1000
-    after_dlq: AfterDlq = AfterDlq.CONTINUE
+    after_dlq: AfterDlq | AfterDlqName = AfterDlq.CONTINUE
     # Key ordering: per-key retry back-off (initial delay, factor, cap).
     retry_initial_ms: int = 1000
     retry_factor: float = 2.0
@@ -231,13 +250,18 @@ class Subscription:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("topic", "group", "handler"):
+        for name in ("topic", "group"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
                 raise ConfigurationError(f"subscription {name} must be a non-empty string")
+        handler = self.handler
+        if not (callable(handler) or (isinstance(handler, str) and handler.strip())):
+            raise ConfigurationError(
+                "subscription handler must be a callable or a non-empty dotted path"
+            )
         # A plain string ("key") is taken for its enum member; anything else is refused
         # here rather than failing later inside a consumer thread.
-        for name, kind in (("ordering", Ordering), ("after_dlq", AfterDlq)):
+        for name, kind in (("model", Model), ("ordering", Ordering), ("after_dlq", AfterDlq)):
             try:
                 object.__setattr__(self, name, kind(getattr(self, name)))
             except ValueError:
@@ -272,6 +296,12 @@ class Subscription:
         if self.ordering is Ordering.KEY and self.model is Model.BROADCASTING:
             raise ConfigurationError("key ordering is for the clustering model only")
 
+    @property
+    def handler_name(self) -> str:
+        """The handler as events, cards and log lines name it: the dotted path as given,
+        or a callable's ``module.qualname``."""
+        return handler_name(self.handler)
+
     def retry_delay(self, reconsume_times: int) -> float:
         """Seconds before a key's next attempt after its ``reconsume_times``-th failure."""
         delay = self.retry_initial_ms * self.retry_factor ** max(0, reconsume_times - 1)
@@ -283,6 +313,8 @@ class Subscription:
 
     @classmethod
     def from_mapping(cls, data: dict[str, Any]) -> Subscription:
+        """A subscription from settings (``LOCKSTEP_SUBSCRIPTIONS``): the handler is a
+        dotted path there, since JSON cannot name a callable."""
         known = {f for f in cls.__dataclass_fields__ if f != "extra"}
         unknown = set(data) - known
         if unknown:
@@ -300,6 +332,8 @@ class Subscription:
         missing = {"topic", "group", "handler"} - set(values)
         if missing:
             raise ConfigurationError(f"subscription is missing {sorted(missing)}")
+        if not isinstance(values["handler"], str):
+            raise ConfigurationError("a configured handler must be a dotted path string")
         return cls(**values)
 
 

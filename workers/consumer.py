@@ -20,6 +20,7 @@ from lockstep.workers.cards import ConsumerCard, SubscriptionCard
 from lockstep.workers.config import Limits, Model, Ordering, Subscription, Timings
 from lockstep.workers.errors import LockstepError
 from lockstep.workers.events import EventLog, default_consumer_id
+from lockstep.workers.handler_log import HandlerLog
 from lockstep.workers.handlers import import_handler
 from lockstep.workers.lanes import LanePool
 from lockstep.workers.message import Handler
@@ -33,7 +34,9 @@ log = logging.getLogger(__name__)
 class Consumer:
     """Start with ``start()``, stop with ``stop()``. A subscription whose handler does not
     import, or whose topic does not exist, is reported (log + ``handler_error`` event) and
-    skipped; the others run."""
+    skipped; the others run. ``handlers`` maps dotted paths to callables to use instead of
+    importing them; a subscription may also hand its callable in directly. A handler's
+    failures are logged on the logger ``lockstep``, rate-limited (workers/handler_log.py)."""
 
     def __init__(
         self,
@@ -60,6 +63,7 @@ class Consumer:
         self.consumer_id = consumer_id or default_consumer_id()
         self.subscriptions = list(subscriptions)
         self._handlers = handlers or {}
+        self.handler_log = HandlerLog(self.timings.handler_log_interval_s)
         self.runners: list[SubscriptionRunner] = []
         self.errors: list[str] = []
         self.started_at_ms = int(time.time() * 1000)
@@ -147,8 +151,13 @@ class Consumer:
         else:
             redis_outage.ok()
 
+    def _handler(self, sub: Subscription) -> Handler:
+        if isinstance(sub.handler, str) and sub.handler in self._handlers:
+            return self._handlers[sub.handler]
+        return import_handler(sub.handler)
+
     def _env(self, sub: Subscription) -> WorkerEnv:
-        handler = self._handlers.get(sub.handler) or import_handler(sub.handler)
+        handler = self._handler(sub)
         offset_group = sub.group
         if sub.model is Model.BROADCASTING:
             name = sub.consumer_name or socket.gethostname()
@@ -163,6 +172,7 @@ class Consumer:
             handler,
             offset_group,
             lanes,
+            self.handler_log,
         )
 
     def _report(self, sub: Subscription, error: str) -> None:
@@ -173,7 +183,7 @@ class Consumer:
             topic=sub.topic,
             group=sub.group,
             consumer=self.consumer_id,
-            details={"error": error, "handler": sub.handler},
+            details={"error": error, "handler": sub.handler_name},
         )
 
     def _info(self) -> ConsumerCard:
@@ -191,8 +201,9 @@ class Consumer:
         return {
             "topic": sub.topic,
             "group": sub.group,
-            "model": sub.model.value,
-            "ordering": sub.ordering.value,
+            "handler": sub.handler_name,
+            "model": str(sub.model),
+            "ordering": str(sub.ordering),
             "lanes": sub.lanes if runner.env.lanes is not None else 0,
             "assigned": runner.assigned,
             "queues": {str(q): w.snapshot() for q, w in list(runner.workers.items())},

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import redis
 
 from lockstep.workers import keys
+from lockstep.workers.connection import connect
 from lockstep.workers.errors import ConfigurationError, UnknownTopicError
 from lockstep.workers.redis_types import as_bytes
 from lockstep.workers.scripts import script
@@ -37,10 +38,12 @@ def validate_name(name: str, what: str = "topic") -> str:
     return name
 
 
-def create_topic(client: redis.Redis, name: str, queues: int) -> Topic:
-    """Create a topic. Re-creating with the same queue count is a no-op; changing the queue
-    count of an existing topic is refused, because it would move keys between queues and
-    break their order.
+def create_topic(redis_or_url: redis.Redis | str, name: str, queues: int) -> Topic:
+    """Create a topic. ``redis_or_url`` is a client, or a Redis URL (``redis://…``,
+    ``rediss://…``, ``redis+cluster://…``) for which a client is opened and closed again.
+    Re-creating with the same queue count is a no-op; changing the queue count of an
+    existing topic is refused (``ConfigurationError``), because it would move keys between
+    queues and break their order. An unreachable Redis raises redis-py's error.
 
     Creation takes three steps (the topic's hash and the list of topics are in different
     cluster slots): record the queue count marked 'creating', add the name to the list,
@@ -49,6 +52,16 @@ def create_topic(client: redis.Redis, name: str, queues: int) -> Topic:
     validate_name(name)
     if not 1 <= queues <= MAX_QUEUES:
         raise ConfigurationError(f"queues must be 1..{MAX_QUEUES}, got {queues}")
+    if isinstance(redis_or_url, str):
+        client = connect(redis_or_url)
+        try:
+            return _create(client, name, queues)
+        finally:
+            client.close()
+    return _create(redis_or_url, name, queues)
+
+
+def _create(client: redis.Redis, name: str, queues: int) -> Topic:
     now_ms = int(time.time() * 1000)
     stored, state = script(client, "create_topic")(
         keys=[keys.topic_meta(name)], args=[queues, now_ms]

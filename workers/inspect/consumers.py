@@ -120,6 +120,7 @@ def _subscription(sub: dict[str, Any]) -> SubscriptionCard:
     return {
         "topic": str(sub.get("topic", "")),
         "group": str(sub.get("group", "")),
+        "handler": str(sub.get("handler", "")),
         "model": str(sub.get("model", "")),
         "ordering": str(sub.get("ordering", "")),
         "lanes": int(sub.get("lanes", 0) or 0),

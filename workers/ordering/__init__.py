@@ -19,7 +19,7 @@ MODES: dict[Ordering, type[QueueWorker]] = {
 
 def worker_for(env: WorkerEnv, ref: QueueRef, token: int | None) -> QueueWorker:
     """A new (not yet started) worker for ``ref`` under the subscription's ordering."""
-    return MODES[env.sub.ordering](env, ref, token)
+    return MODES[Ordering(env.sub.ordering)](env, ref, token)
 
 
 __all__ = [

@@ -35,7 +35,7 @@ import time
 import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis
@@ -45,6 +45,7 @@ from lockstep.workers.broker import Broker, CommitResult
 from lockstep.workers.cards import QueueSnapshot
 from lockstep.workers.config import Subscription, Timings
 from lockstep.workers.events import EventLog
+from lockstep.workers.handler_log import HandlerLog
 from lockstep.workers.lanes import LanePool
 from lockstep.workers.message import (
     MAX_RECORDED_ATTEMPTS,
@@ -83,6 +84,8 @@ class WorkerEnv:
     handler: Handler
     offset_group: str  # group for clustering; a per-consumer name for broadcasting
     lanes: LanePool | None = None  # key ordering only
+    # Where handler failures are logged, rate-limited; one per consumer process.
+    handler_log: HandlerLog = field(default_factory=HandlerLog)
 
 
 @dataclass(frozen=True)
@@ -290,8 +293,10 @@ class QueueWorker(ABC):
 
     def invoke(self, batch: Sequence[Message], key: str = "") -> Attempt:
         """Run the handler on ``batch``; an exception or a result that is not a
-        ``ConsumeStatus`` counts as a suspend with a readable reason. Reports
-        ``lock_margin_overrun`` when the client-side lock expired while it ran."""
+        ``ConsumeStatus`` counts as a suspend with a readable reason, and is logged by the
+        host process, rate-limited (``HandlerLog``); the caller records the event. Both
+        orderings call the handler only through here. Reports ``lock_margin_overrun``
+        when the client-side lock expired while it ran."""
         env = self.env
         ctx = ConsumeContext(
             env.sub.topic,
@@ -304,10 +309,19 @@ class QueueWorker(ABC):
         started = time.monotonic()
         trace = ""
         try:
-            status, error = status_of(env.handler(batch, ctx))
+            result = env.handler(batch, ctx)
         except Exception as exc:
             status, error = ConsumeStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT, describe(exc)
             trace = traceback.format_exc()[-MAX_TRACEBACK_CHARS:]
+            env.handler_log.raised(self.ref, env.sub.group, env.sub.handler_name, batch, exc, error)
+        else:
+            status, error = status_of(result)
+            if status is not ConsumeStatus.SUCCESS:
+                # An asked-for suspend is flow control (DEBUG); any other value a bug.
+                requested = as_status(result) is ConsumeStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+                env.handler_log.returned(
+                    self.ref, env.sub.group, env.sub.handler_name, batch, error, requested=requested
+                )
         if not self.lock_valid():
             self.emit(
                 ev.LOCK_MARGIN_OVERRUN,
@@ -457,21 +471,28 @@ def malformed_dead_letter(ref: QueueRef, group: str, bad: MalformedEntry) -> dic
 
 def status_of(result: object) -> tuple[ConsumeStatus, str]:
     """A handler's return value as a status and, for a suspend, a reason."""
-    if result is ConsumeStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT:
+    status = as_status(result)
+    if status is None:
+        return (
+            ConsumeStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT,
+            f"handler returned {result!r}, expected a ConsumeStatus",
+        )
+    if status is ConsumeStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT:
         # A handler asking to suspend raised nothing, but consume_failed events and dead
         # letters still need a reason an operator can read (an empty one reads as a bug).
-        return result, f"handler returned {result.value}"
-    if isinstance(result, ConsumeStatus):
-        return result, ""
-    if isinstance(result, str):
+        return status, f"handler returned {status.value}"
+    return status, ""
+
+
+def as_status(result: object) -> ConsumeStatus | None:
+    """``result`` as a ``ConsumeStatus`` when it is one or names one (a plain string such
+    as ``"SUCCESS"``); None for anything else (``None``, a typo, another type)."""
+    if isinstance(result, str):  # a ConsumeStatus is a str too
         try:
-            return ConsumeStatus(result), ""
+            return ConsumeStatus(result)
         except ValueError:
-            pass
-    return (
-        ConsumeStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT,
-        f"handler returned {result!r}, expected a ConsumeStatus",
-    )
+            return None
+    return None
 
 
 def describe(exc: BaseException) -> str:

@@ -277,7 +277,7 @@ class KeyOrderingWorker(QueueWorker):
             return Verdict.DISCARD, 0.0
         if task.parked_member and not self._unpark(m.key, task.parked_member):
             return Verdict.DISCARD, 0.0
-        self.report_dead_letter(m, error, result.dlq_id, low, after_dlq=env.sub.after_dlq.value)
+        self.report_dead_letter(m, error, result.dlq_id, low, after_dlq=str(env.sub.after_dlq))
         if hold:
             self.emit(
                 ev.KEY_PARKED, key=m.key, details={"offset": m.offset, "dlq_id": result.dlq_id}
