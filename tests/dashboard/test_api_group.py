@@ -168,7 +168,14 @@ def test_it_lists_parked_keys_held_after_a_dead_letter(
         retry_max_ms=40,
     ):
         _registered(redis_client)
-        group = wait_until(lambda: _group(client), lambda g: g["totals"]["parked_messages"] == 2)
+        # The view reads queue states, then held keys: wait until both reads have seen
+        # the parking, not only the later one.
+        group = wait_until(
+            lambda: _group(client),
+            lambda g: (
+                g["totals"]["parked_messages"] == 2 and g["queues"][first.queue]["parked"] == 2
+            ),
+        )
 
     (parked,) = group["parked_keys"]
     assert {k: parked[k] for k in ("queue", "key", "state", "offset", "messages")} == {
