@@ -12,7 +12,7 @@ class ConfigurationError(LockstepError):
 
 
 class UnknownTopicError(LockstepError):
-    """The topic was never created (``manage.py create_topic NAME --queues N``)."""
+    """The topic was never created (``lockstep.create_topic``)."""
 
 
 class InvalidMessageError(LockstepError):

@@ -83,12 +83,13 @@ def get_topic(client: redis.Redis, name: str) -> Topic:
     if not raw or b"queues" not in raw:
         raise UnknownTopicError(
             f"topic {name!r} does not exist; create it with "
-            f"`python manage.py create_topic {name} --queues N`"
+            f"`lockstep.create_topic(redis_url, {name!r}, queues)` or "
+            f"`lockstep manage create_topic {name} --queues N`"
         )
     if raw.get(b"state", READY) != READY:
         raise UnknownTopicError(
             f"topic {name!r} is being created, or its creation was interrupted; finish it "
-            f"with `python manage.py create_topic {name} --queues {int(raw[b'queues'])}`"
+            f"with `lockstep.create_topic(redis_url, {name!r}, {int(raw[b'queues'])})`"
         )
     return Topic(name, int(raw[b"queues"]), int(raw.get(b"created_at", b"0")))
 

@@ -32,7 +32,7 @@ def test_a_half_created_topic_is_refused_to_producers_and_finished_by_a_rerun(
         with pytest.raises(redis.ConnectionError):
             create_topic(redis_client, "payments", 4)
 
-    with pytest.raises(UnknownTopicError, match="create_topic payments --queues 4"):
+    with pytest.raises(UnknownTopicError, match=r"create_topic\(redis_url, 'payments', 4\)"):
         get_topic(redis_client, "payments")
     assert [t.name for t in list_topics(redis_client)] == []
     producer = Producer(redis_url)

@@ -23,7 +23,8 @@ def test_it_refuses_to_send_to_a_topic_that_does_not_exist(
 
     assert str(refused.value) == (
         "topic 'no-such-topic' does not exist; create it with "
-        "`python manage.py create_topic no-such-topic --queues N`"
+        "`lockstep.create_topic(redis_url, 'no-such-topic', queues)` or "
+        "`lockstep manage create_topic no-such-topic --queues N`"
     )
     assert redis_client.keys("ls:{no-such-topic*") == []
 
