@@ -3,7 +3,7 @@ PY := .venv/bin/python
 export PYTHONPATH := $(CURDIR)
 export DJANGO_SETTINGS_MODULE := lockstep.dashboard.settings
 
-.PHONY: setup setup-test run test lint audit typecheck format bench
+.PHONY: setup setup-test run test lint audit typecheck format bench wheel
 
 setup:
 	@bash bin/setup
@@ -28,8 +28,17 @@ audit: setup-test
 
 test: setup-test lint audit
 	bash bin/check-prometheus-rules
+	$(PY) bin/check-deploy
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 format: setup
 	$(PY) -m ruff check --fix .
 	$(PY) -m ruff format .
+
+# The distribution (docs/packaging.md): dist/lockstep-<version>-py3-none-any.whl, built
+# with the build requirements .venv already has (setuptools, from the lock). build/ is
+# cleared first: setuptools copies into it and never removes what the source no longer has.
+wheel: setup
+	rm -rf build
+	$(PY) -m pip wheel --no-deps --no-build-isolation -w dist .
+	rm -rf build

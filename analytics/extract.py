@@ -16,7 +16,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lockstep.analytics.layout import EVENTS, MESSAGES, SAMPLES, TIME_COLUMN, join_uri, spark_schema
+from lockstep.analytics.layout import EVENTS, MESSAGES, SAMPLES, TIME_COLUMN, join_uri
+from lockstep.analytics.spark_layout import spark_schema
 from lockstep.analytics.storage import day_uri
 
 # What the transforms read of events and samples: only these are cached (an event's

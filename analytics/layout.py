@@ -1,6 +1,7 @@
 """The analytics data set layout (docs/analytics.md §1): one definition of every column,
-shared by the writer (pyarrow, on the Django side), the reader (Spark) and the
-benchmark's generator.
+shared by the writer (pyarrow, on the Django side), the reader (Spark, through
+``spark_layout``) and the benchmark's generator. It imports no Spark: the dashboard
+writes the data set without the ``[analytics]`` extra.
 
 Under the data location there are three data sets, each Hive-partitioned by the UTC date
 and hour of its time column: ``<uri>/<data set>/date=YYYY-MM-DD/hour=HH/part-*.parquet``.
@@ -13,7 +14,6 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
 import pyarrow as pa
-from pyspark.sql import types as T
 
 MESSAGES = "messages"
 EVENTS = "events"
@@ -23,7 +23,7 @@ DATA_SETS = (MESSAGES, EVENTS, SAMPLES)
 DATE_COLUMN = "date"  # partition: YYYY-MM-DD (string)
 HOUR_COLUMN = "hour"  # partition: 0..23 (int)
 
-_BLOCKED_KEY_FIELDS: tuple[tuple[str, str], ...] = (
+BLOCKED_KEY_FIELDS: tuple[tuple[str, str], ...] = (
     ("key", "string"),
     ("offset", "long"),
     ("retries", "int"),
@@ -91,43 +91,17 @@ _ARROW: dict[str, pa.DataType] = {
     "double": pa.float64(),
     "bool": pa.bool_(),
 }
-_SPARK: dict[str, T.DataType] = {
-    "string": T.StringType(),
-    "int": T.IntegerType(),
-    "long": T.LongType(),
-    "double": T.DoubleType(),
-    "bool": T.BooleanType(),
-}
 
 
 def _arrow_type(kind: str) -> pa.DataType:
     if kind == "blocked_keys":
-        return pa.list_(pa.struct([pa.field(n, _ARROW[k]) for n, k in _BLOCKED_KEY_FIELDS]))
+        return pa.list_(pa.struct([pa.field(n, _ARROW[k]) for n, k in BLOCKED_KEY_FIELDS]))
     return _ARROW[kind]
-
-
-def _spark_type(kind: str) -> T.DataType:
-    if kind == "blocked_keys":
-        return T.ArrayType(
-            T.StructType([T.StructField(n, _SPARK[k]) for n, k in _BLOCKED_KEY_FIELDS])
-        )
-    return _SPARK[kind]
 
 
 def arrow_schema(data_set: str) -> pa.Schema:
     """The columns stored in a data set's files (no partition columns)."""
     return pa.schema([pa.field(n, _arrow_type(k)) for n, k in COLUMNS[data_set]])
-
-
-def spark_schema(data_set: str) -> T.StructType:
-    """The columns as Spark reads them, with the partition columns ``date`` and ``hour``."""
-    return T.StructType(
-        [T.StructField(n, _spark_type(k)) for n, k in COLUMNS[data_set]]
-        + [
-            T.StructField(DATE_COLUMN, T.StringType()),
-            T.StructField(HOUR_COLUMN, T.IntegerType()),
-        ]
-    )
 
 
 @dataclass(frozen=True)

@@ -41,8 +41,9 @@ from pyspark.sql import SparkSession
 from bench.analytics_data import MIN_ROWS, generate, planted
 from bench.analytics_data.topology import KEYS
 from lockstep.analytics.job import JobOptions, JobResult, run_job
-from lockstep.analytics.layout import DATA_SETS, join_uri, spark_schema
+from lockstep.analytics.layout import DATA_SETS, join_uri
 from lockstep.analytics.session import SessionOptions, spark_session
+from lockstep.analytics.spark_layout import spark_schema
 from lockstep.analytics.storage import day_uri, filesystem
 
 DEFAULT_EVENTS = 10_000_000

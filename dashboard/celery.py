@@ -1,8 +1,14 @@
-"""The Celery application, laid out as Celery's "First steps with Django" guide does.
+"""The dashboard's Celery application, laid out as Celery's "First steps with Django"
+guide does.
 
-Its worker embeds Lockstep's ordered consumers through the ``LockstepConsumers`` bootstep,
-configured from the Django settings (``LOCKSTEP_SUBSCRIPTIONS``, ``REDIS_URL``); beat runs
-the dashboard's scheduled tasks. Start it with ``celery -A dashboard.celery worker``.
+Beat runs the dashboard's scheduled tasks (lag samples, dead-letter sync, retention, the
+nightly analytics); the web side queues replays and analytics runs. All of them go to the
+queue ``LOCKSTEP_CELERY_QUEUE`` (``lockstep``), the only one this app's worker consumes, so
+a foreign worker on the same broker never receives them. The worker also embeds ordered
+consumers through the ``LockstepConsumers`` bootstep, configured from the Django settings
+(``LOCKSTEP_SUBSCRIPTIONS``: none unless set, or the demo's with ``LOCKSTEP_DEMO=true``;
+``REDIS_URL``). Start them with ``lockstep worker`` and ``lockstep beat`` (or
+``celery -A lockstep.dashboard.celery worker|beat``); docs/dashboard-service.md.
 """
 
 import os

@@ -2,7 +2,7 @@
 ``ImproperlyConfigured`` so a bad value stops the web side at start-up."""
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import urlsplit
@@ -79,7 +79,7 @@ def weak_secret_key(key: str, development_key: str) -> str:
 def analytics_uri(value: str, base_dir: Path) -> str:
     """The analytics data location: a URI with a scheme (``file://``, ``hdfs://``,
     ``s3a://``, …) is kept exactly as given; a plain path becomes an absolute local path
-    (relative ones from ``base_dir``)."""
+    (relative ones from ``base_dir``, the data directory)."""
     value = value.strip()
     if not value:
         raise ImproperlyConfigured("LOCKSTEP_ANALYTICS_URI must not be empty")
@@ -144,3 +144,69 @@ def side_redis_urls(redis_url: str, broker_url: str, channels_url: str) -> tuple
                 "protocol"
             )
     return broker_url or redis_url, channels_url or redis_url
+
+
+def env_file(named: str, cwd: Path) -> Path | None:
+    """The settings file to read before the environment's variables are looked at:
+    ``named`` (``LOCKSTEP_ENV_FILE``; relative to ``cwd``) when given, and then it must
+    exist; otherwise ``.env`` in the working directory when there is one; else None."""
+    if named.strip():
+        path = (cwd / Path(named.strip()).expanduser()).resolve()
+        if not path.is_file():
+            raise ImproperlyConfigured(f"LOCKSTEP_ENV_FILE names {path}, which is not a file")
+        return path
+    dotenv = cwd / ".env"
+    return dotenv if dotenv.is_file() else None
+
+
+def default_data_dir(environ: Mapping[str, str]) -> Path:
+    """Where data goes when ``LOCKSTEP_DATA_DIR`` is unset, as other command-line tools
+    do: ``$XDG_DATA_HOME/lockstep``, or ``~/.local/share/lockstep`` (the XDG Base Directory
+    default; a relative ``XDG_DATA_HOME`` is ignored, as the specification says)."""
+    xdg = environ.get("XDG_DATA_HOME", "").strip()
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "lockstep"
+    try:
+        home = Path.home()
+    except RuntimeError:  # no HOME and no passwd entry (some service managers)
+        raise ImproperlyConfigured(
+            "LOCKSTEP_DATA_DIR is not set and this user has no home directory: set it"
+        ) from None
+    return home / ".local" / "share" / "lockstep"
+
+
+def package_roots(package_dir: Path) -> set[Path]:
+    """The folders the installed code lives in: the package, and in a source checkout the
+    folders its links point to (``lockstep/dashboard -> ../dashboard``, …)."""
+    roots = {package_dir.resolve()}
+    if package_dir.is_dir():
+        roots |= {child.resolve() for child in package_dir.iterdir() if child.is_symlink()}
+    return roots
+
+
+def data_dir(value: str, package_dir: Path, environ: Mapping[str, str]) -> Path:
+    """``LOCKSTEP_DATA_DIR`` as an absolute path (relative ones from the working
+    directory; the default from ``default_data_dir`` when empty). A folder inside the
+    code (``package_roots``) is refused: an upgrade or a reinstall would delete what is
+    kept there. Nothing is created here: reading the settings writes nothing."""
+    path = Path(value.strip()).expanduser() if value.strip() else default_data_dir(environ)
+    path = path.resolve()
+    for root in package_roots(package_dir):
+        if path == root or root in path.parents:
+            raise ImproperlyConfigured(
+                f"LOCKSTEP_DATA_DIR must not be inside the installed package ({root}): "
+                f"a reinstall would delete what is kept there; got {path}"
+            )
+    return path
+
+
+def celery_queue(value: str) -> str:
+    """The Celery queue of the dashboard's own tasks: a plain name (letters, digits,
+    ``.``, ``_``, ``-``, ``:``), so it is the same list key on every broker."""
+    value = value.strip()
+    if not re.fullmatch(r"[A-Za-z0-9._:-]+", value):
+        raise ImproperlyConfigured(
+            "LOCKSTEP_CELERY_QUEUE must be a queue name of letters, digits, '.', '_', '-' "
+            f"or ':', got {value!r}"
+        )
+    return value

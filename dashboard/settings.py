@@ -1,5 +1,12 @@
-"""Django settings. Every value comes from the environment (see ``.env.example``)."""
+"""Django settings. Every value comes from the environment (see ``.env.example``).
 
+Read from ``LOCKSTEP_ENV_FILE`` when set, else from ``.env`` in the working directory when
+there is one; variables already in the environment win over the file. Everything written
+(database, analytics data set, collected static files) goes under ``LOCKSTEP_DATA_DIR``,
+never inside the installed package; reading the settings writes nothing (``lockstep``
+creates the folder: docs/dashboard-service.md)."""
+
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -9,8 +16,11 @@ from django.core.exceptions import ImproperlyConfigured
 
 from lockstep.dashboard.env import (
     analytics_uri,
+    celery_queue,
+    data_dir,
     env_bool,
     env_choice,
+    env_file,
     env_float,
     env_int,
     env_str,
@@ -22,15 +32,18 @@ from lockstep.dashboard.env import (
 from lockstep.workers.config import subscriptions_from_json
 from lockstep.workers.errors import ConfigurationError
 
-# The installed package (templates and static files ship inside it) and, for now, the
-# folder data is kept in.
+# The installed package: templates and static files ship inside it (read only).
 PACKAGE_DIR = Path(__file__).parent.parent
-BASE_DIR = Path(__file__).resolve().parent.parent
 
 _env = environ.Env()
-_dotenv = BASE_DIR / ".env"
-if _dotenv.exists():
-    environ.Env.read_env(str(_dotenv))
+_env_file = env_file(env_str("LOCKSTEP_ENV_FILE", ""), Path.cwd())
+if _env_file is not None:
+    environ.Env.read_env(str(_env_file))
+# Shown by `lockstep dashboard` at start, so an operator sees which file was read.
+LOCKSTEP_ENV_FILE = str(_env_file or "")
+
+# Database, analytics data set and collected static files (docs/dashboard-service.md).
+LOCKSTEP_DATA_DIR = data_dir(env_str("LOCKSTEP_DATA_DIR", ""), PACKAGE_DIR, os.environ)
 
 # One switch for a production deployment (see the README's "Deploying behind TLS"): the
 # secret key must come from the environment and be strong, debug stays off, and the HTTPS
@@ -127,8 +140,10 @@ TEMPLATES = [
     },
 ]
 
+# An empty DATABASE_URL (as .env.example has it) means the default too.
+SQLITE_DEFAULT_URL = f"sqlite:///{LOCKSTEP_DATA_DIR / 'db.sqlite3'}"
 DATABASES = {
-    "default": _env.db_url("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
+    "default": environ.Env.db_url_config(env_str("DATABASE_URL", "").strip() or SQLITE_DEFAULT_URL)
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The ingester writes while pages read: WAL and a busy timeout avoid "database is locked".
@@ -176,9 +191,13 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
+# The pages' CSS and JS are served by the ASGI application itself (asgi.py wraps it in
+# Django's static files handler, which reads them from the package, DEBUG or not): no
+# collectstatic step and no web server in front is needed. STATIC_ROOT is only for those
+# who run collectstatic to have their own proxy serve them.
 STATIC_URL = "static/"
 STATICFILES_DIRS = [PACKAGE_DIR / "dashboard" / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = LOCKSTEP_DATA_DIR / "staticfiles"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 # Celery's broker and the channel layer default to REDIS_URL's server. On a Redis Cluster
@@ -214,6 +233,12 @@ LOCKSTEP_REPLAY_RATE_PER_S = env_float("LOCKSTEP_REPLAY_RATE_PER_S", 50.0, minim
 
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
+# The dashboard's tasks (beat's and the web side's) go to a queue of their own, and its
+# worker consumes only that one (a worker without -Q consumes the default queue): other
+# workers on a shared broker listen on Celery's "celery" queue and would take them and
+# drop them as unregistered tasks.
+LOCKSTEP_CELERY_QUEUE = celery_queue(env_str("LOCKSTEP_CELERY_QUEUE", "lockstep"))
+CELERY_TASK_DEFAULT_QUEUE = LOCKSTEP_CELERY_QUEUE
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # About 90 samples per 15-minute chart; stuck detection and lag_trend read them too.
 LOCKSTEP_LAG_SAMPLE_SECONDS = env_float("LOCKSTEP_LAG_SAMPLE_SECONDS", 10.0, minimum=1.0)
@@ -249,8 +274,11 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
-# The demo of ``make run``: a queue-ordered mailer, and a key-ordered billing group whose
-# handler fails for poison orders (dead letters, held keys) until an operator fixes it.
+# The demo of ``make run`` (LOCKSTEP_DEMO=true): a queue-ordered mailer, and a key-ordered
+# billing group whose handler fails for poison orders (dead letters, held keys) until an
+# operator fixes it. Never without the switch: beside a real system, a topic named
+# "orders" would be consumed by the demo's handlers.
+LOCKSTEP_DEMO = env_bool("LOCKSTEP_DEMO", False)
 DEMO_SUBSCRIPTIONS = (
     '[{"topic": "orders", "group": "mailer", "handler": "lockstep.dashboard.demo.handle_order"}, '
     '{"topic": "orders", "group": "billing", "handler": "lockstep.dashboard.demo.handle_billing", '
@@ -259,10 +287,7 @@ DEMO_SUBSCRIPTIONS = (
 )
 try:
     LOCKSTEP_SUBSCRIPTIONS = subscriptions_from_json(
-        env_str(
-            "LOCKSTEP_SUBSCRIPTIONS",
-            DEMO_SUBSCRIPTIONS,
-        )
+        env_str("LOCKSTEP_SUBSCRIPTIONS", DEMO_SUBSCRIPTIONS if LOCKSTEP_DEMO else "[]")
     )
 except ConfigurationError as exc:
     raise ImproperlyConfigured(str(exc)) from None
@@ -285,9 +310,11 @@ LOCKSTEP_PUSH_INTERVAL = env_float("LOCKSTEP_PUSH_INTERVAL", 0.5, minimum=0.05)
 # ---- analytics (docs/analytics.md) ------------------------------------------------------
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
 # The Parquet data set's location: a plain path is a local folder (relative paths are
-# taken from the project folder); a URI with a scheme (file://, hdfs://, s3a://) is
+# taken from LOCKSTEP_DATA_DIR); a URI with a scheme (file://, hdfs://, s3a://) is
 # passed to Spark unchanged.
-LOCKSTEP_ANALYTICS_URI = analytics_uri(env_str("LOCKSTEP_ANALYTICS_URI", "var/analytics"), BASE_DIR)
+LOCKSTEP_ANALYTICS_URI = analytics_uri(
+    env_str("LOCKSTEP_ANALYTICS_URI", "") or "analytics", LOCKSTEP_DATA_DIR
+)
 # A gap between two lag samples longer than this is not counted as time above the lag
 # threshold: the sampler was not running, so nothing is known about it.
 LOCKSTEP_ANALYTICS_MAX_SAMPLE_GAP_SECONDS = env_float(

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import redis
 from django.conf import settings
@@ -14,14 +15,14 @@ from django.db import transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from lockstep.analytics.job import JobOptions, JobResult, run_job
-from lockstep.analytics.session import SessionOptions, spark_session
 from lockstep.dashboard.reports import models as m
 from lockstep.dashboard.reports.models import AnalyticsRun
 
+if TYPE_CHECKING:
+    from lockstep.analytics.job import JobResult
+
 log = logging.getLogger(__name__)
 
-APP_NAME = "lockstep-analytics"
 # A Py4J error carries the whole Java stack trace; its first lines name the cause.
 ERROR_LINES = 6
 ERROR_CHARS = 2000
@@ -123,6 +124,9 @@ def _execute(run: AnalyticsRun) -> AnalyticsRun:
     run.save(update_fields=["status", "started_at"])
     try:
         _analyse(run)
+    except AnalyticsNotInstalled as exc:  # expected where the extra is left out: no traceback
+        log.error("analytics run %s failed: %s", run.pk, exc)
+        run.finish(AnalyticsRun.Status.FAILED, error=describe_error(exc))
     except Exception as exc:  # any failure is recorded on the run and shown to operators
         log.exception("analytics run %s failed", run.pk)
         run.finish(AnalyticsRun.Status.FAILED, error=describe_error(exc))
@@ -137,31 +141,32 @@ def _progress(run: AnalyticsRun) -> Any:
     return tell
 
 
-def session_options() -> SessionOptions:
-    return SessionOptions(
-        shuffle_partitions=settings.LOCKSTEP_SPARK_SHUFFLE_PARTITIONS,
-        driver_memory=settings.LOCKSTEP_SPARK_DRIVER_MEMORY,
-        conf=dict(settings.LOCKSTEP_SPARK_CONF),
-    )
-
-
-def job_options() -> JobOptions:
-    return JobOptions(
-        stuck_seconds=settings.LOCKSTEP_STUCK_AFTER_SECONDS,
-        lag_threshold_s=settings.LOCKSTEP_ALERT_LAG_SECONDS,
-        max_sample_gap_s=settings.LOCKSTEP_ANALYTICS_MAX_SAMPLE_GAP_SECONDS,
-        top_n=settings.LOCKSTEP_ANALYTICS_TOP_N,
-    )
+class AnalyticsNotInstalled(Exception):
+    """The Spark job cannot run here: the ``[analytics]`` extra is not installed."""
 
 
 def _analyse(run: AnalyticsRun) -> None:
     tell = _progress(run)
     tell("starting spark", 1)
-    with spark_session(run.spark_master, APP_NAME, session_options()) as spark:
-        run.spark_master = spark.sparkContext.master or run.spark_master
-        result = run_job(spark, run.data_uri, run.day, job_options(), tell)
+    run.spark_master, result = _spark_side().analyse(run.spark_master, run.data_uri, run.day, tell)
     tell("store", 95)
     _store(run, result)
+
+
+def _spark_side() -> ModuleType:
+    """The Spark side, imported when a run starts rather than with the dashboard: the
+    ``[analytics]`` extra is optional (docs/packaging.md), and without it a run fails
+    saying what to install."""
+    try:
+        from lockstep.dashboard.reports import spark
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.split(".")[0] not in ("pyspark", "py4j"):
+            raise
+        raise AnalyticsNotInstalled(
+            "the Spark job needs the [analytics] extra: "
+            "pip install 'lockstep[dashboard,analytics]' (and a Java 17 runtime)"
+        ) from None
+    return spark
 
 
 # Result list of JobResult -> the model its rows are stored as.

@@ -22,8 +22,8 @@ from lockstep.analytics.layout import (
     TIME_COLUMN,
     Partition,
     arrow_schema,
-    spark_schema,
 )
+from lockstep.analytics.spark_layout import spark_schema
 from lockstep.analytics.storage import write_batch
 
 DAY = date(2026, 11, 23)

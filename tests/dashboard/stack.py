@@ -37,8 +37,8 @@ TIMEOUT_MS = 15_000
 
 
 def site_env(redis_url: str, workdir: Path, **extra: str) -> dict[str, str]:
-    """The environment every web-side process of a test shares: the suite's Redis and a
-    file SQLite database in ``workdir``."""
+    """The environment every web-side process of a test shares: the suite's Redis, and a
+    file SQLite database and every other file the processes write in ``workdir``."""
     return {
         **os.environ,
         "PYTHONPATH": str(REPO),
@@ -47,6 +47,7 @@ def site_env(redis_url: str, workdir: Path, **extra: str) -> dict[str, str]:
         "CHANNELS_REDIS_URL": redis_url,
         "CELERY_BROKER_URL": redis_url,
         "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}",
+        "LOCKSTEP_DATA_DIR": str(workdir),
         "LOCKSTEP_PUSH_INTERVAL": "0.2",
         "LOG_LEVEL": "WARNING",
         **extra,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -250,33 +249,3 @@ def test_it_never_imports_django_nor_the_other_parts(consumed: Any) -> None:
             name.startswith(("lockstep.dashboard", "lockstep.analytics", "lockstep.celery"))
             for name in imported
         )
-
-
-def _lockstep_command(venv: Venv, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(venv.bin("lockstep")), *args],
-        capture_output=True,
-        text=True,
-        env=venv.env(),
-        cwd=venv.path,
-        timeout=60,
-    )
-
-
-def test_it_answers_lockstep_help_without_the_dashboard_extra(runtime_venv: Venv) -> None:
-    result = _lockstep_command(runtime_venv, "--help")
-
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("usage: lockstep")
-    assert "dashboard" in result.stdout
-    assert result.stderr == ""
-
-
-def test_it_says_which_extra_the_dashboard_needs_instead_of_a_traceback(
-    runtime_venv: Venv,
-) -> None:
-    result = _lockstep_command(runtime_venv, "dashboard")
-
-    assert result.returncode != 0
-    assert "lockstep[dashboard]" in result.stderr
-    assert "Traceback" not in result.stdout + result.stderr

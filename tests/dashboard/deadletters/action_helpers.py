@@ -111,5 +111,7 @@ def celery_broker(redis_url: str) -> Iterator[None]:
 
 
 def queued_tasks(client: redis.Redis) -> list[dict[str, Any]]:
-    """The task messages waiting in Celery's default queue (a Redis list)."""
-    return [json.loads(raw)["headers"] for raw in client.lrange("celery", 0, -1)]
+    """The task messages waiting in the dashboard's queue (LOCKSTEP_CELERY_QUEUE, a Redis
+    list)."""
+    queue = celery_app.conf.task_default_queue
+    return [json.loads(raw)["headers"] for raw in client.lrange(queue, 0, -1)]

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import redis
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 
@@ -86,8 +87,10 @@ def test_it_queues_a_run_for_an_operator_and_sends_the_task_to_the_broker(
     body = response.json()
     assert (body["id"], body["status"], body["active"]) == (run.pk, "queued", True)
     assert body["links"]["state"] == f"/api/v1/analytics/runs/{run.pk}"
-    # The task message waits in the suite's Redis, Celery's broker (no worker listens).
-    queued = [json.loads(m) for m in redis_client.lrange("celery", 0, -1)]
+    # The task message waits in the suite's Redis, Celery's broker, in the dashboard's
+    # own queue (no worker listens).
+    queue = settings.LOCKSTEP_CELERY_QUEUE
+    queued = [json.loads(m) for m in redis_client.lrange(queue, 0, -1)]
     assert [(m["headers"]["task"], m["headers"]["argsrepr"]) for m in queued] == [
         ("lockstep.dashboard.reports.tasks.run_requested_analytics", f"({run.pk},)")
     ]

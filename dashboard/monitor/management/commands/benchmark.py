@@ -187,7 +187,7 @@ def _rebalance(options: dict[str, Any]) -> dict[str, Any]:
 
 def _analytics(options: dict[str, Any]) -> dict[str, Any]:
     from bench import analytics
-    from lockstep.dashboard.reports.runner import job_options, session_options
+    from lockstep.dashboard.reports.spark import job_options, session_options
 
     events = options["events"] if options["events"] is not None else analytics.DEFAULT_EVENTS
     if events < analytics.MIN_ROWS:

@@ -1,0 +1,350 @@
+"""The ``lockstep`` command: the dashboard as a service beside an existing system
+(docs/dashboard-service.md).
+
+``lockstep dashboard`` applies the migrations, prints the login URL and supervises one
+process per role (honcho's ``Manager``): ``web`` (Daphne), ``ingester``, ``alerts``,
+``worker`` and ``beat``, each of which is also a subcommand of its own for a
+one-process-per-role layout (``deploy/``). ``lockstep manage ...`` runs any Django command
+of the dashboard, so an adopter never needs the repository's ``manage.py``.
+
+Parsing the command line needs only the runtime: ``lockstep --help`` works without the
+``[dashboard]`` extra, and a subcommand that needs it says how to install it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+SETTINGS_MODULE = "lockstep.dashboard.settings"
+CELERY_APP = "lockstep.dashboard.celery"
+ASGI_APP = "lockstep.dashboard.asgi:application"
+INSTALL_HINT = "pip install 'lockstep[dashboard]'"
+# Importable names of the [dashboard] extra's packages that the processes import first.
+DASHBOARD_MODULES = (
+    "django",
+    "daphne",
+    "channels",
+    "channels_redis",
+    "celery",
+    "django_celery_beat",
+    "environ",
+    "honcho",
+    "axes",
+)
+ROLES = ("web", "ingester", "alerts", "worker", "beat")
+# Honcho stops the processes with SIGTERM and kills what is left after this long. The
+# worker's ordered consumers wait up to LOCKSTEP_SHUTDOWN_TIMEOUT for the messages in
+# progress and their offsets: it gets that long, and this much more to unlock and leave.
+STOP_MARGIN_S = 10.0
+# Honcho's status after SIGINT / SIGTERM (128 + the signal): a requested stop.
+STOPPED_BY_SIGNAL = {130, 143}
+
+
+class Unavailable(Exception):
+    """The command cannot run here (an extra is missing, a setting is wrong): its message
+    is printed as it is, without a traceback."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["manage"]:
+        # Everything after `manage` is Django's, --help included (argparse would take it).
+        args = argparse.Namespace(
+            command="manage", run=_run_django_command, django_command=[], extra=argv[1:]
+        )
+    else:
+        args = _parser().parse_args(argv)
+    if args.command is None:
+        _parser().print_help()
+        return 2
+    try:
+        result: int = args.run(args)
+    except Unavailable as exc:
+        print(f"lockstep {args.command}: {exc}", file=sys.stderr)
+        return 1
+    return result
+
+
+# ---- the parser ------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lockstep",
+        description="Lockstep's dashboard as a service beside your system "
+        "(docs/dashboard-service.md). The runtime itself needs no command: "
+        "`from lockstep import Producer, Subscription`.",
+    )
+    parser.add_argument("--version", action="version", version=f"lockstep {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_dashboard(commands)
+    _add_web(commands)
+    for name, django_command, summary in (
+        ("ingester", ["ingest_events"], "the event ingester (manage ingest_events)"),
+        ("alerts", ["alerts", "run"], "the alert evaluator and notifier (manage alerts run)"),
+        ("migrate", ["migrate", "--noinput"], "create or update the database (manage migrate)"),
+    ):
+        sub = commands.add_parser(name, help=summary, description=summary)
+        sub.add_argument("extra", nargs="*", metavar="OPTION", help="after --: passed on")
+        sub.set_defaults(run=_run_django_command, django_command=django_command)
+    _add_celery(commands)
+    # Listed for --help only: main() hands everything after `manage` to Django.
+    commands.add_parser(
+        "manage", help="any Django command of the dashboard (`lockstep manage help` lists them)"
+    )
+    return parser
+
+
+def _add_dashboard(commands: Any) -> None:
+    sub = commands.add_parser(
+        "dashboard",
+        help="migrate, then run every role (web, ingester, alerts, worker, beat) supervised",
+        description="Apply the migrations, print the login URL, then run the web server, the "
+        "event ingester, the alert evaluator, the Celery worker and Celery beat until "
+        "Ctrl-C or SIGTERM, which stops them all (exit status 0). Settings come from the "
+        "environment (docs/dashboard-service.md).",
+    )
+    _add_bind_options(sub)
+    sub.add_argument(
+        "--concurrency", type=int, default=2, help="Celery worker processes (default 2)"
+    )
+    sub.add_argument("--loglevel", default="INFO", help="Celery's log level (default INFO)")
+    sub.add_argument(
+        "--without",
+        action="append",
+        choices=ROLES,
+        default=[],
+        metavar="ROLE",
+        help=f"do not start this role (repeatable; one of {', '.join(ROLES)}), e.g. when "
+        "it runs elsewhere",
+    )
+    sub.add_argument("--no-migrate", action="store_true", help="do not apply migrations first")
+    sub.add_argument(
+        "--demo",
+        action="store_true",
+        help="also run the demo (LOCKSTEP_DEMO=true): its subscriptions on topic `orders`, "
+        "its users and its producer; never beside a real system",
+    )
+    sub.set_defaults(run=_run_dashboard)
+
+
+def _add_bind_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    sub.add_argument("--port", type=int, default=8000, help="HTTP port (8000)")
+    sub.add_argument(
+        "--proxy-headers",
+        action="store_true",
+        help="behind a reverse proxy: take the client's address from X-Forwarded-For",
+    )
+
+
+def _add_web(commands: Any) -> None:
+    sub = commands.add_parser(
+        "web",
+        help="the web server (Daphne: pages, JSON API, WebSockets, static files)",
+        description="Daphne on lockstep.dashboard.asgi:application; it serves the static "
+        "files itself. Options after -- are passed to daphne.",
+    )
+    _add_bind_options(sub)
+    sub.add_argument("extra", nargs="*", metavar="OPTION", help="after --: daphne options")
+    sub.set_defaults(run=_run_web)
+
+
+def _add_celery(commands: Any) -> None:
+    worker = commands.add_parser(
+        "worker",
+        help="the dashboard's Celery worker (its queue only: LOCKSTEP_CELERY_QUEUE)",
+        description="celery -A lockstep.dashboard.celery worker: consumes only the "
+        "dashboard's queue (LOCKSTEP_CELERY_QUEUE, default `lockstep`) and runs the "
+        "subscriptions of LOCKSTEP_SUBSCRIPTIONS. Options after -- are passed to celery.",
+    )
+    worker.add_argument("--concurrency", type=int, default=2, help="worker processes (2)")
+    worker.add_argument("--loglevel", default="INFO", help="log level (INFO)")
+    worker.add_argument(
+        "--name", default="lockstep@%h", help="worker node name (lockstep@%%h, %%h: host)"
+    )
+    worker.add_argument("extra", nargs="*", metavar="OPTION", help="after --: celery options")
+    worker.set_defaults(run=_run_worker)
+    beat = commands.add_parser(
+        "beat",
+        help="Celery beat: the dashboard's periodic tasks (run exactly one)",
+        description="celery -A lockstep.dashboard.celery beat (schedule kept in the "
+        "database). Run exactly one. Options after -- are passed to celery.",
+    )
+    beat.add_argument("--loglevel", default="INFO", help="log level (INFO)")
+    beat.add_argument("extra", nargs="*", metavar="OPTION", help="after --: celery options")
+    beat.set_defaults(run=_run_beat)
+
+
+# ---- one role each ---------------------------------------------------------------------
+
+
+def _run_web(args: argparse.Namespace) -> int:
+    _prepare()
+    command = [sys.executable, "-m", "daphne", "-b", args.host, "-p", str(args.port)]
+    if args.proxy_headers:
+        command.append("--proxy-headers")
+    _exec([*command, *args.extra, ASGI_APP])
+
+
+def _run_worker(args: argparse.Namespace) -> int:
+    _prepare()
+    _exec(
+        [
+            *(sys.executable, "-m", "celery", "-A", CELERY_APP, "worker"),
+            *("--loglevel", args.loglevel, "--concurrency", str(args.concurrency)),
+            *("-n", args.name, *args.extra),
+        ]
+    )
+
+
+def _run_beat(args: argparse.Namespace) -> int:
+    _prepare()
+    command = [sys.executable, "-m", "celery", "-A", CELERY_APP, "beat"]
+    _exec([*command, "--loglevel", args.loglevel, *args.extra])
+
+
+def _run_django_command(args: argparse.Namespace) -> int:
+    _prepare()
+    from django.core.management import execute_from_command_line
+
+    execute_from_command_line([f"lockstep {args.command}", *args.django_command, *args.extra])
+    return 0
+
+
+def _exec(command: list[str]) -> NoReturn:
+    """Become ``command``: the service manager's signals then reach it directly."""
+    sys.stdout.flush()
+    os.execv(command[0], command)
+
+
+# ---- the supervised whole --------------------------------------------------------------
+
+
+def _run_dashboard(args: argparse.Namespace) -> int:
+    if args.demo:
+        os.environ["LOCKSTEP_DEMO"] = "true"
+    # Links in alert notifications point where this server listens unless told otherwise.
+    os.environ.setdefault("LOCKSTEP_BASE_URL", f"http://{_shown_host(args.host)}:{args.port}")
+    settings = _prepare()
+    import django
+    from django.core.management import call_command
+    from django.db import connections
+
+    django.setup()
+    if not args.no_migrate:
+        print("Lockstep: applying database migrations", flush=True)
+        call_command("migrate", interactive=False, verbosity=0)
+    if settings.LOCKSTEP_DEMO:
+        call_command("bootstrap_demo")
+    _print_banner(args, settings)
+    connections.close_all()  # the supervisor forks: its children must not share them
+    return _supervise(_processes(args, demo=settings.LOCKSTEP_DEMO))
+
+
+def _processes(args: argparse.Namespace, *, demo: bool) -> dict[str, list[str]]:
+    me = [sys.executable, "-m", "lockstep"]
+    web = [*me, "web", "--host", args.host, "--port", str(args.port)]
+    every = {
+        "web": web + (["--proxy-headers"] if args.proxy_headers else []),
+        "ingester": [*me, "ingester"],
+        "alerts": [*me, "alerts"],
+        "worker": [*me, "worker", "--concurrency", str(args.concurrency)],
+        "beat": [*me, "beat"],
+    }
+    every["worker"] += ["--loglevel", args.loglevel]
+    every["beat"] += ["--loglevel", args.loglevel]
+    chosen = {name: command for name, command in every.items() if name not in args.without}
+    if demo:
+        rate = os.environ.get("DEMO_RATE", "") or "50"
+        chosen["producer"] = [*me, "manage", "demo_producer", "--topic", "orders"]
+        chosen["producer"] += ["--queues", "8", "--rate", rate]
+    return chosen
+
+
+def _supervise(processes: dict[str, list[str]]) -> int:
+    """Run ``processes`` (name -> argv) until a signal or until one of them ends; 0 after
+    SIGINT or SIGTERM, else the first ended process's status (1 if it was 0)."""
+    if not processes:
+        raise Unavailable("every role is excluded with --without: nothing to run")
+    from honcho import manager as honcho
+    from honcho.printer import Printer
+
+    from lockstep.workers.config import Timings
+
+    honcho.KILL_WAIT = Timings.from_env().shutdown_timeout_s + STOP_MARGIN_S
+    supervisor = honcho.Manager(Printer(sys.stdout))
+    for name, command in processes.items():
+        supervisor.add_process(name, "exec " + shlex.join(command))
+    supervisor.loop()
+    status = supervisor.returncode
+    if status in STOPPED_BY_SIGNAL:
+        return 0
+    print(f"lockstep dashboard: a process ended (status {status}): stopped the others")
+    return status if isinstance(status, int) and status > 0 else 1
+
+
+def _print_banner(args: argparse.Namespace, settings: Any) -> None:
+    from django.contrib.auth import get_user_model
+
+    from lockstep.workers.redact import mask_url
+
+    url = f"http://{_shown_host(args.host)}:{args.port}/login/"
+    lines = [
+        f"Lockstep dashboard: {url}  (Ctrl-C stops it)",
+        f"  Redis: {mask_url(settings.REDIS_URL)}",
+        f"  Celery queue: {settings.LOCKSTEP_CELERY_QUEUE} "
+        f"(broker {mask_url(settings.CELERY_BROKER_URL)})",
+        f"  Data: {settings.LOCKSTEP_DATA_DIR}",
+        f"  Settings file: {settings.LOCKSTEP_ENV_FILE or 'none (environment only)'}",
+    ]
+    if not get_user_model().objects.exists():
+        lines.append("  No user yet: create one with `lockstep manage createsuperuser`")
+    print("\n".join(lines), flush=True)
+
+
+def _shown_host(host: str) -> str:
+    """A host a browser on this machine can open (a wildcard bind is not one)."""
+    if host in ("0.0.0.0", "::", ""):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
+
+
+# ---- what every Django-side command needs first ----------------------------------------
+
+
+def _prepare() -> Any:
+    """The dashboard's settings, loaded and checked, with the data directory created;
+    ``Unavailable`` when the [dashboard] extra is missing or a setting is wrong."""
+    missing = [name for name in DASHBOARD_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise Unavailable(
+            f"needs the dashboard's packages (missing: {', '.join(missing)}). "
+            f"Install them with: {INSTALL_HINT}"
+        )
+    # Always Lockstep's own settings: a DJANGO_SETTINGS_MODULE left in the shell for the
+    # adopter's own project must not point the dashboard at that project's database.
+    os.environ["DJANGO_SETTINGS_MODULE"] = SETTINGS_MODULE
+    from django.conf import settings
+    from django.core.exceptions import ImproperlyConfigured
+
+    try:
+        data_dir = Path(settings.LOCKSTEP_DATA_DIR)
+    except ImproperlyConfigured as exc:
+        raise Unavailable(f"configuration error: {exc}") from None
+    # Private: the database holds the users' password hashes and the sessions.
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return settings
+
+
+def _version() -> str:
+    from lockstep import __version__
+
+    return __version__
