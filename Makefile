@@ -37,8 +37,9 @@ format: setup
 
 # The distribution (docs/packaging.md): dist/lockstep-<version>-py3-none-any.whl, built
 # with the build requirements .venv already has (setuptools, from the lock). build/ is
-# cleared first: setuptools copies into it and never removes what the source no longer has.
+# cleared first: setuptools copies into it and never removes what the source no longer has;
+# lockstep.egg-info goes too, or tools with the checkout on their path take it for an install.
 wheel: setup
-	rm -rf build
+	rm -rf build lockstep.egg-info
 	$(PY) -m pip wheel --no-deps --no-build-isolation -w dist .
-	rm -rf build
+	rm -rf build lockstep.egg-info

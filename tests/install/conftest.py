@@ -142,11 +142,9 @@ def install_venv(
         command = [str(venv.python), *PIP[1:], "install", "-q", "--no-input"]
         command += ["--constraint", str(lock_constraints)]
         command += [f"{wanted} @ {lockstep_wheel.as_uri()}", *key[1]]
-        result = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-        )
+        # In the venv's own environment: with the checkout on PYTHONPATH, pip would take
+        # a lockstep.egg-info left there by a build for the installed distribution.
+        result = subprocess.run(command, capture_output=True, text=True, env=venv.env())
         assert result.returncode == 0, _quiet_pip(result)
         made[key] = venv
         return venv

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from tests.install.conftest import InstallVenv, Venv
 
 ROOT = Path(__file__).resolve().parents[2]
+# The folders lockstep/ links to (docs/packaging.md §1).
+LINKED = ("workers", "dashboard", "analytics", "templates")
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 DIST_INFO = f"lockstep-{PYPROJECT['project']['version']}.dist-info"
 
@@ -129,6 +132,27 @@ def test_it_puts_nothing_but_lockstep_at_the_top_level(runtime_venv: Venv) -> No
     ours = sorted(p.name for p in site_packages.iterdir() if p.name.startswith("lockstep"))
     assert ours == ["lockstep", DIST_INFO]
     assert not (site_packages / "lockstep" / "workers").is_symlink()
+
+
+def _checkout_files_under_the_namespace() -> set[str]:
+    """Every file of the checkout that the namespace links to, as ``lockstep/...`` paths,
+    ``__pycache__`` aside."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", *LINKED],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    return {f"lockstep/{name}" for name in listed if "__pycache__" not in name}
+
+
+def test_it_ships_every_file_of_the_linked_folders(runtime_venv: Venv) -> None:
+    found = _run_json(runtime_venv, "-c", TOP_LEVEL)
+    shipped = {name for name in found["files"] if name.startswith("lockstep/")}
+    shipped = {name for name in shipped if "__pycache__" not in name}
+
+    assert _checkout_files_under_the_namespace() - shipped == set()
 
 
 FIND_SPECS = """
