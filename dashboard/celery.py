@@ -15,7 +15,7 @@ import os
 
 from celery import Celery
 
-from lockstep.workers.bootstep import configured_step
+import lockstep.celery
 from lockstep.workers.config import Subscription
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lockstep.dashboard.settings")
@@ -35,7 +35,8 @@ def _redis_url() -> str:
 
 app = Celery("lockstep")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.steps["worker"].add(configured_step(_subscriptions, _redis_url))
+# The same public call an adopter's own app makes (docs/api.md), with lazy settings.
+lockstep.celery.install(app, subscriptions=_subscriptions, redis_url=_redis_url)
 app.autodiscover_tasks(
     ["lockstep.dashboard.monitor", "lockstep.dashboard.reports", "lockstep.dashboard.deadletters"]
 )

@@ -112,10 +112,7 @@ def _add_dashboard(commands: Any) -> None:
         "environment (docs/dashboard-service.md).",
     )
     _add_bind_options(sub)
-    sub.add_argument(
-        "--concurrency", type=int, default=2, help="Celery worker processes (default 2)"
-    )
-    sub.add_argument("--loglevel", default="INFO", help="Celery's log level (default INFO)")
+    _add_worker_options(sub)
     sub.add_argument(
         "--without",
         action="append",
@@ -145,6 +142,13 @@ def _add_bind_options(sub: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_worker_options(sub: argparse.ArgumentParser) -> None:
+    """The Celery worker's options, on ``worker`` and on ``dashboard`` (which passes them
+    on; its ``--loglevel`` is beat's too)."""
+    sub.add_argument("--concurrency", type=int, default=2, help="worker processes (2)")
+    sub.add_argument("--loglevel", default="INFO", help="Celery's log level (INFO)")
+
+
 def _add_web(commands: Any) -> None:
     sub = commands.add_parser(
         "web",
@@ -165,8 +169,7 @@ def _add_celery(commands: Any) -> None:
         "dashboard's queue (LOCKSTEP_CELERY_QUEUE, default `lockstep`) and runs the "
         "subscriptions of LOCKSTEP_SUBSCRIPTIONS. Options after -- are passed to celery.",
     )
-    worker.add_argument("--concurrency", type=int, default=2, help="worker processes (2)")
-    worker.add_argument("--loglevel", default="INFO", help="log level (INFO)")
+    _add_worker_options(worker)
     worker.add_argument(
         "--name", default="lockstep@%h", help="worker node name (lockstep@%%h, %%h: host)"
     )
@@ -252,15 +255,14 @@ def _run_dashboard(args: argparse.Namespace) -> int:
 def _processes(args: argparse.Namespace, *, demo: bool) -> dict[str, list[str]]:
     me = [sys.executable, "-m", "lockstep"]
     web = [*me, "web", "--host", args.host, "--port", str(args.port)]
+    loglevel = ["--loglevel", args.loglevel]
     every = {
         "web": web + (["--proxy-headers"] if args.proxy_headers else []),
         "ingester": [*me, "ingester"],
         "alerts": [*me, "alerts"],
-        "worker": [*me, "worker", "--concurrency", str(args.concurrency)],
-        "beat": [*me, "beat"],
+        "worker": [*me, "worker", "--concurrency", str(args.concurrency), *loglevel],
+        "beat": [*me, "beat", *loglevel],
     }
-    every["worker"] += ["--loglevel", args.loglevel]
-    every["beat"] += ["--loglevel", args.loglevel]
     chosen = {name: command for name, command in every.items() if name not in args.without}
     if demo:
         rate = os.environ.get("DEMO_RATE", "") or "50"

@@ -6,9 +6,9 @@ message in progress, commits, and is unlocked.
 
 Configuration is handed in, never imported: ``LockstepConsumers`` reads the environment
 (``LOCKSTEP_SUBSCRIPTIONS`` as JSON, ``REDIS_URL``, the ``LOCKSTEP_*`` timings);
-``configured_step`` makes a step that asks the given callables instead (a Django project
-passes its settings, see ``dashboard/celery.py``; ``lockstep.celery.install`` is the
-public way to add one to any Celery app). An empty subscription list runs none.
+``configured_step`` makes a step that asks the given callables instead;
+``lockstep.celery.install`` (the public way, which ``dashboard/celery.py`` uses too) adds
+one to any Celery app. An empty subscription list runs none.
 """
 
 from __future__ import annotations

@@ -319,16 +319,7 @@ class Subscription:
         unknown = set(data) - known
         if unknown:
             raise ConfigurationError(f"unknown subscription settings: {sorted(unknown)}")
-        values = dict(data)
-        for name, enum in (("model", Model), ("ordering", Ordering), ("after_dlq", AfterDlq)):
-            if name in values:
-                try:
-                    values[name] = enum(values[name])
-                except ValueError:
-                    choices = " or ".join(repr(e.value) for e in enum)
-                    raise ConfigurationError(
-                        f"{name} must be {choices}, got {values[name]!r}"
-                    ) from None
+        values = dict(data)  # the enum fields' strings are taken (and checked) by __init__
         missing = {"topic", "group", "handler"} - set(values)
         if missing:
             raise ConfigurationError(f"subscription is missing {sorted(missing)}")

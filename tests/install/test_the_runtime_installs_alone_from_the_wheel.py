@@ -208,11 +208,14 @@ for step in range(5):
 
 consumer = Consumer(url, [Subscription("orders", "mailer", handler="recorder.handle")])
 consumer.start()
+# Each handled message wakes a blocking move (in handling order), up to 30 s in all.
 deadline = time.monotonic() + 30
-while client.llen("recorded") < len(sent) and time.monotonic() < deadline:
-    time.sleep(0.02)  # polling the recorded messages, up to the deadline
+for _ in sent:
+    left = deadline - time.monotonic()
+    if left <= 0 or client.blmove("recorded", "seen", left, "LEFT", "RIGHT") is None:
+        break
 consumer.stop()
-recorded = [r.decode().split("|") for r in client.lrange("recorded", 0, -1)]
+recorded = [r.decode().split("|") for r in client.lrange("seen", 0, -1)]
 print(json.dumps({
     "lockstep_file": lockstep.__file__,
     "imported_by_the_api": imported_by_the_api,
