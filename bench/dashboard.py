@@ -23,6 +23,7 @@ bench.dashboard ingest N``): ``workers`` must not need Django to import.
 from __future__ import annotations
 
 import asyncio
+import http.client
 import http.cookiejar
 import itertools
 import json
@@ -37,7 +38,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -80,7 +80,10 @@ def run(
     with private_redis() as url:
         result.update(events_on_off(url, messages, repeats))
         result.update(ingest_rate(url, ingest_events))
-        result.update(push_latency(url, latency_seconds))
+        try:
+            result.update(push_latency(url, latency_seconds))
+        except DashboardDidNotStart as exc:
+            return {**result, "error": str(exc)}
     result["targets"] = TARGETS
     result["targets_met"] = {
         "events_on_off_ratio": result["events_on_off_ratio_raw"] >= TARGETS["events_on_off_ratio"],
@@ -498,18 +501,31 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait_for_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+class DashboardDidNotStart(RuntimeError):
+    """Daphne exited, or did not answer before the deadline: ``run`` reports it as the
+    result's ``error`` (one line) instead of a traceback."""
+
+
+def _wait_for_http(
+    url: str, proc: subprocess.Popen[bytes], timeout: float = 60.0, request_timeout: float = 5.0
+) -> None:
+    """Return once ``url`` answers 200. Every failed attempt (refused, reset, a read timing
+    out on a loaded machine, a half-written answer) is retried until ``timeout``; then, or
+    when daphne exits, ``DashboardDidNotStart`` says why."""
     deadline = time.monotonic() + timeout
+    last = "no attempt"
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError("daphne exited during start-up")
+            raise DashboardDidNotStart(f"daphne exited during start-up (status {proc.returncode})")
         try:
-            with urllib.request.urlopen(url, timeout=1) as response:
+            with urllib.request.urlopen(url, timeout=request_timeout) as response:
                 if response.status == 200:
                     return
-        except (urllib.error.URLError, ConnectionError):
-            time.sleep(0.1)
-    raise RuntimeError("daphne did not answer")
+                last = f"HTTP {response.status}"
+        except (OSError, http.client.HTTPException) as exc:
+            last = f"{type(exc).__name__}: {exc}"
+        time.sleep(0.1)
+    raise DashboardDidNotStart(f"daphne did not answer {url} within {timeout:.0f} s ({last})")
 
 
 if __name__ == "__main__":

@@ -200,13 +200,13 @@ def data_dir(value: str, package_dir: Path, environ: Mapping[str, str]) -> Path:
     return path
 
 
-def celery_queue(value: str) -> str:
-    """The Celery queue of the dashboard's own tasks: a plain name (letters, digits,
-    ``.``, ``_``, ``-``, ``:``), so it is the same list key on every broker."""
+def celery_queue(value: str, name: str = "LOCKSTEP_CELERY_QUEUE") -> str:
+    """A Celery queue of the dashboard's own tasks (the variable ``name``'s value): a
+    plain name (letters, digits, ``.``, ``_``, ``-``, ``:``), so it is the same list key
+    on every broker."""
     value = value.strip()
     if not re.fullmatch(r"[A-Za-z0-9._:-]+", value):
         raise ImproperlyConfigured(
-            "LOCKSTEP_CELERY_QUEUE must be a queue name of letters, digits, '.', '_', '-' "
-            f"or ':', got {value!r}"
+            f"{name} must be a queue name of letters, digits, '.', '_', '-' or ':', got {value!r}"
         )
     return value

@@ -84,6 +84,8 @@ SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
 SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", PRODUCTION)
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", PRODUCTION)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# A refused form gets the dashboard's page (JSON under /api/), not Django's bare one.
+CSRF_FAILURE_VIEW = "lockstep.dashboard.monitor.views.errors.csrf_failure"
 if env_bool("DJANGO_BEHIND_PROXY", False):
     # The reverse proxy terminates TLS and says so in this header.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
@@ -115,6 +117,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # After authentication: the signed-in user's time zone for every time on the page.
+    "lockstep.dashboard.monitor.time_zone.ViewerTimeZoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: it turns a refused login into the lockout answer.
@@ -207,11 +211,26 @@ CELERY_BROKER_URL, CHANNELS_REDIS_URL = side_redis_urls(
     REDIS_URL, env_str("CELERY_BROKER_URL", ""), env_str("CHANNELS_REDIS_URL", "")
 )
 
+# channels_redis blocks 5 s in BZPOPMIN per receive; 30 s more rides out a Redis that
+# stalls (a slow disk, a fork) without cutting any socket, and still notices a dead
+# connection within a minute.
+CHANNEL_LAYER_READ_TIMEOUT_S = 35.0
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
-            "hosts": [CHANNELS_REDIS_URL],
+            # The socket read timeout must outlast channels_redis's blocking pop
+            # (BZPOPMIN, 5 s) plus a stall of Redis: redis-py 8 reads with a 5 s timeout
+            # by default, so an idle socket's pop timed out whenever the reply came late
+            # and the socket died with a traceback (docs/dashboard-service.md, "Redis
+            # stalls").
+            "hosts": [
+                {
+                    "address": CHANNELS_REDIS_URL,
+                    "socket_timeout": CHANNEL_LAYER_READ_TIMEOUT_S,
+                    "socket_keepalive": True,
+                }
+            ],
             # Pushes are "something changed" hints that pages re-read on a gap: dropping
             # beyond this backlog or age is safe and keeps a slow browser from piling up.
             "capacity": 1000,
@@ -239,6 +258,18 @@ CELERY_TASK_IGNORE_RESULT = True
 # drop them as unregistered tasks.
 LOCKSTEP_CELERY_QUEUE = celery_queue(env_str("LOCKSTEP_CELERY_QUEUE", "lockstep"))
 CELERY_TASK_DEFAULT_QUEUE = LOCKSTEP_CELERY_QUEUE
+# The analytics runs go to a queue of their own, consumed only by the `analytics` worker
+# role (docs/dashboard-service.md): a run holds its worker for minutes and a Spark JVM of
+# a gigabyte or more, which must neither delay the live tasks (sample_lag every 10 s) nor
+# stay in their worker after the run.
+LOCKSTEP_ANALYTICS_CELERY_QUEUE = celery_queue(
+    env_str("LOCKSTEP_ANALYTICS_CELERY_QUEUE", "") or f"{LOCKSTEP_CELERY_QUEUE}.analytics",
+    "LOCKSTEP_ANALYTICS_CELERY_QUEUE",
+)
+CELERY_TASK_ROUTES = {
+    f"lockstep.dashboard.reports.tasks.{name}": {"queue": LOCKSTEP_ANALYTICS_CELERY_QUEUE}
+    for name in ("run_nightly_analytics", "run_requested_analytics")
+}
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # About 90 samples per 15-minute chart; stuck detection and lag_trend read them too.
 LOCKSTEP_LAG_SAMPLE_SECONDS = env_float("LOCKSTEP_LAG_SAMPLE_SECONDS", 10.0, minimum=1.0)

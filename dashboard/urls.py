@@ -1,6 +1,8 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic.base import RedirectView
 
 from lockstep.dashboard.monitor.metrics import metrics_view
 
@@ -8,6 +10,8 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    # Browsers ask for /favicon.ico whatever the pages link to.
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     path("metrics", metrics_view, name="metrics"),  # Prometheus: bearer token (see metrics.py)
     path("", include("lockstep.dashboard.monitor.urls")),
     path("", include("lockstep.dashboard.reports.urls")),
@@ -16,8 +20,9 @@ urlpatterns = [
     path("", include("lockstep.dashboard.alerts.urls")),
 ]
 
-# Addresses no route matches, and Django's own refusals: JSON under /api/, the error page
-# elsewhere (as every view answers its own errors).
+# Addresses no route matches, Django's own refusals and unexpected exceptions: JSON under
+# /api/, the error page elsewhere (as every view answers its own errors).
 handler400 = "lockstep.dashboard.monitor.views.errors.bad_request"
 handler403 = "lockstep.dashboard.monitor.views.errors.forbidden"
 handler404 = "lockstep.dashboard.monitor.views.errors.not_found"
+handler500 = "lockstep.dashboard.monitor.views.errors.server_error"

@@ -38,11 +38,13 @@ DASHBOARD_MODULES = (
     "honcho",
     "axes",
 )
-ROLES = ("web", "ingester", "alerts", "worker", "beat")
+ROLES = ("web", "ingester", "alerts", "worker", "analytics", "beat")
 # Honcho stops the processes with SIGTERM and kills what is left after this long. The
 # worker's ordered consumers wait up to LOCKSTEP_SHUTDOWN_TIMEOUT for the messages in
 # progress and their offsets: it gets that long, and this much more to unlock and leave.
 STOP_MARGIN_S = 10.0
+# The demo's topic: its subscriptions' (settings, DEMO_SUBSCRIPTIONS) and its producer's.
+DEMO_TOPIC, DEMO_QUEUES = "orders", 8
 # Honcho's status after SIGINT / SIGTERM (128 + the signal): a requested stop.
 STOPPED_BY_SIGNAL = {130, 143}
 
@@ -105,9 +107,11 @@ def _parser() -> argparse.ArgumentParser:
 def _add_dashboard(commands: Any) -> None:
     sub = commands.add_parser(
         "dashboard",
-        help="migrate, then run every role (web, ingester, alerts, worker, beat) supervised",
+        help="migrate, then run every role (web, ingester, alerts, worker, analytics, beat) "
+        "supervised",
         description="Apply the migrations, print the login URL, then run the web server, the "
-        "event ingester, the alert evaluator, the Celery worker and Celery beat until "
+        "event ingester, the alert evaluator, the Celery worker, the analytics worker and "
+        "Celery beat until "
         "Ctrl-C or SIGTERM, which stops them all (exit status 0). Settings come from the "
         "environment (docs/dashboard-service.md).",
     )
@@ -175,6 +179,20 @@ def _add_celery(commands: Any) -> None:
     )
     worker.add_argument("extra", nargs="*", metavar="OPTION", help="after --: celery options")
     worker.set_defaults(run=_run_worker)
+    analytics = commands.add_parser(
+        "analytics",
+        help="the analytics worker (LOCKSTEP_ANALYTICS_CELERY_QUEUE only: the Spark runs)",
+        description="celery -A lockstep.dashboard.celery worker for the analytics runs "
+        "alone: consumes only LOCKSTEP_ANALYTICS_CELERY_QUEUE, one run at a time, each in "
+        "a child process that exits when the run ends (the Spark JVM and its memory go "
+        "with it), and runs no ordered consumer. Options after -- are passed to celery.",
+    )
+    analytics.add_argument("--loglevel", default="INFO", help="Celery's log level (INFO)")
+    analytics.add_argument(
+        "--name", default="lockstep-analytics@%h", help="worker node name (%%h: host)"
+    )
+    analytics.add_argument("extra", nargs="*", metavar="OPTION", help="after --: celery options")
+    analytics.set_defaults(run=_run_analytics_worker)
     beat = commands.add_parser(
         "beat",
         help="Celery beat: the dashboard's periodic tasks (run exactly one)",
@@ -203,6 +221,22 @@ def _run_worker(args: argparse.Namespace) -> int:
         [
             *(sys.executable, "-m", "celery", "-A", CELERY_APP, "worker"),
             *("--loglevel", args.loglevel, "--concurrency", str(args.concurrency)),
+            *("-n", args.name, *args.extra),
+        ]
+    )
+
+
+def _run_analytics_worker(args: argparse.Namespace) -> int:
+    settings = _prepare()
+    # No ordered consumer here: this worker only runs Spark (docs/dashboard-service.md).
+    os.environ["LOCKSTEP_SUBSCRIPTIONS"] = "[]"
+    _exec(
+        [
+            *(sys.executable, "-m", "celery", "-A", CELERY_APP, "worker"),
+            *("--loglevel", args.loglevel, "-Q", settings.LOCKSTEP_ANALYTICS_CELERY_QUEUE),
+            # One run at a time, each in a fresh child that exits after it: the JVM the
+            # run started (a child of that process) ends with it and frees its memory.
+            *("--pool", "prefork", "--concurrency", "1", "--max-tasks-per-child", "1"),
             *("-n", args.name, *args.extra),
         ]
     )
@@ -247,9 +281,22 @@ def _run_dashboard(args: argparse.Namespace) -> int:
         call_command("migrate", interactive=False, verbosity=0)
     if settings.LOCKSTEP_DEMO:
         call_command("bootstrap_demo")
+        _create_demo_topic()
     _print_banner(args, settings)
     connections.close_all()  # the supervisor forks: its children must not share them
     return _supervise(_processes(args, demo=settings.LOCKSTEP_DEMO))
+
+
+def _create_demo_topic() -> None:
+    """The demo's topic exists before any process starts: its subscriptions would
+    otherwise start first and log that they wait for it. Same name and queues as the
+    producer's ``--topic``/``--queues`` below (``create_topic`` is idempotent)."""
+    from lockstep.dashboard.monitor.models import Topic
+    from lockstep.dashboard.monitor.redis_conn import get_redis
+    from lockstep.workers.topics import create_topic
+
+    create_topic(get_redis(), DEMO_TOPIC, DEMO_QUEUES)
+    Topic.objects.update_or_create(name=DEMO_TOPIC, defaults={"queues": DEMO_QUEUES})
 
 
 def _processes(args: argparse.Namespace, *, demo: bool) -> dict[str, list[str]]:
@@ -261,6 +308,7 @@ def _processes(args: argparse.Namespace, *, demo: bool) -> dict[str, list[str]]:
         "ingester": [*me, "ingester"],
         "alerts": [*me, "alerts"],
         "worker": [*me, "worker", "--concurrency", str(args.concurrency), *loglevel],
+        "analytics": [*me, "analytics", *loglevel],
         "beat": [*me, "beat", *loglevel],
     }
     chosen = {name: command for name, command in every.items() if name not in args.without}

@@ -1,9 +1,10 @@
 """The channels page (docs/alerts-delivery.md): every notification channel with its
 recent deliveries, and the admins' add, edit, delete, enable/disable and "send test".
 
-Secrets are never rendered (the edit form leaves them blank: blank keeps the stored one)
-and targets are shown masked (URLs keep their scheme and host). Channels declared in the
-environment (``from_env``) are shown read-only: only a test may be sent to them.
+Secrets are never rendered (the edit form leaves them blank: blank keeps the stored one;
+a form that failed is shown again without them) and targets are shown masked (URLs keep
+their scheme and host). Channels declared in the environment (``from_env``) are shown
+read-only: only a test may be sent to them.
 """
 
 from __future__ import annotations
@@ -19,20 +20,20 @@ from django.shortcuts import redirect
 
 from lockstep.dashboard.alerts import dispatch
 from lockstep.dashboard.alerts.channels import KINDS
+from lockstep.dashboard.alerts.forms import ChannelForm
 from lockstep.dashboard.alerts.models import Channel, Delivery
 from lockstep.dashboard.alerts.web import (
     CHANGE_CHANNELS,
     VIEW_CHANNELS,
     action,
-    choice,
     flag,
     has_perm,
+    invalid,
     page,
     require,
     row_id,
-    text,
 )
-from lockstep.dashboard.monitor.views.common import BadParameter, NotFound, refuse_nul
+from lockstep.dashboard.monitor.views.common import BadParameter, NotFound
 
 RECENT_DELIVERIES = 5
 DELETE_CHANNELS = "alerts.delete_channel"
@@ -95,6 +96,7 @@ def channels_page(request: HttpRequest) -> dict[str, Any]:
     return {
         "channels": rows,
         "kinds": [(name, kind.label) for name, kind in KINDS.items()],
+        "form": ChannelForm(),
         "may_manage": has_perm(request.user, CHANGE_CHANNELS),
         "may_add": has_perm(request.user, ADD_CHANNELS),
         "may_delete": has_perm(request.user, DELETE_CHANNELS),
@@ -106,38 +108,13 @@ def channel_edit_page(request: HttpRequest, channel_id: str) -> dict[str, Any]:
     channel = editable(channel_id)
     return {
         "channel": channel,
-        "target": channel.target,
+        "form": ChannelForm(channel=channel),
         "kinds": [(name, kind.label) for name, kind in KINDS.items()],
     }
 
 
-def fill(channel: Channel, form: Any) -> Channel:
-    """``channel`` with the form's fields, validated by its kind; ``BadParameter``
-    saying what to fix. A blank secret keeps the stored one."""
-    channel.name = text(form, "name", max_length=100)
-    if not channel.name:
-        raise BadParameter("give the channel a name")
-    channel.kind = choice(form, "kind", KINDS)
-    if not channel.kind:
-        raise BadParameter(f"choose a kind ({', '.join(KINDS)})")
-    channel.target = text(form, "target", max_length=4000)
-    secret = (form.get("secret") or "").strip()
-    refuse_nul(secret, "secret")
-    if secret or flag(form, "clear_secret"):
-        channel.secret = secret[:255]
-    channel.format = text(form, "format", max_length=32)
-    channel.enabled = flag(form, "enabled")
-    channel.send_resolved = flag(form, "send_resolved")
-    channel.topic = text(form, "topic")
-    channel.group = text(form, "group")
-    try:
-        KINDS[channel.kind].validate(channel.target, channel.secret, channel.format)
-    except ValueError as exc:
-        raise BadParameter(str(exc)) from None
-    return channel
-
-
 def _save(channel: Channel) -> None:
+    """Saves; a name taken since the form was checked is the error page."""
     try:
         channel.save()
     except IntegrityError:
@@ -147,7 +124,10 @@ def _save(channel: Channel) -> None:
 @action
 def add_channel_view(request: HttpRequest) -> HttpResponse:
     require(request, ADD_CHANNELS, "add channels")
-    channel = fill(Channel(), request.POST)
+    form = ChannelForm(request.POST)
+    if not form.is_valid():
+        return invalid(request, channels_page, {"form": form})
+    channel = form.apply(Channel())
     _save(channel)
     messages.success(request, f"Added channel {channel.name}.")
     return redirect("alert-channels")
@@ -156,7 +136,11 @@ def add_channel_view(request: HttpRequest) -> HttpResponse:
 @action
 def save_channel_view(request: HttpRequest, channel_id: str) -> HttpResponse:
     require(request, CHANGE_CHANNELS, "change channels")
-    channel = fill(editable(channel_id), request.POST)
+    channel = editable(channel_id)
+    form = ChannelForm(request.POST, channel=channel)
+    if not form.is_valid():
+        return invalid(request, channel_edit_page, {"form": form}, channel_id)
+    form.apply(channel)
     _save(channel)
     messages.success(request, f"Saved channel {channel.name}.")
     return redirect("alert-channels")

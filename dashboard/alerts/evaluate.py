@@ -22,7 +22,8 @@ from django.utils import timezone
 
 from lockstep.dashboard.alerts import lifecycle, push
 from lockstep.dashboard.alerts.live import LiveState, Tracker
-from lockstep.dashboard.alerts.rules import RULES, Finding, Rule
+from lockstep.dashboard.alerts.models import Alert
+from lockstep.dashboard.alerts.rules import RULES, Finding, Resolution, Rule
 from lockstep.dashboard.alerts.thresholds import Thresholds
 from lockstep.dashboard.deadletters.lease import Lease
 from lockstep.workers.outage import REDIS_DOWN, redis_outage
@@ -57,10 +58,26 @@ class Evaluator:
                 continue
             evaluated.add(rule.name)
         self.tracker.end_tick()
-        changes = lifecycle.apply(findings, evaluated, timezone.now())
+        changes = lifecycle.apply(
+            findings, evaluated, timezone.now(), lambda alert: self._final(alert, live)
+        )
         if changes.opened or changes.resolved:
             push.publish(changes.opened, changes.resolved)
         return changes
+
+    def _final(self, alert: Alert, live: LiveState) -> Resolution:
+        """The resolving ``alert``'s final state, as its rule tells it; a rule that fails
+        to tell (or is unknown) leaves the default."""
+        rule = self.rules.get(alert.rule)
+        if rule is None:
+            return Resolution("the condition cleared")
+        try:
+            return rule.resolution(alert, live)
+        except (redis.RedisError, DatabaseError):
+            raise
+        except Exception:  # a broken rule must not keep an alert from resolving
+            log.exception("alert rule %s could not tell a final state", rule.name)
+            return Resolution("the condition cleared")
 
 
 def interval_s() -> float:

@@ -7,7 +7,9 @@
   re-notifications; when a snooze ends and the alert still fires it is ``open`` again
   (``woke``) and notifies.
 - When its subject no longer fires it resolves by itself (``resolved_at``, the duration
-  kept) and channels that were told it opened are told it resolved. The condition
+  kept) and channels that were told it opened are told it resolved. Its summary is then
+  rewritten to say how long the condition held (``resolved_at - since``) and its final
+  state (``Rule.resolution``), never the state last seen while open. The condition
   returning later opens a new alert.
 - Silences mute notifications (not the alert) of matching alerts while active.
 
@@ -18,7 +20,7 @@ resolves; people acknowledge, snooze and unacknowledge (``acknowledge``, ``unack
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -37,7 +39,8 @@ from lockstep.dashboard.alerts.models import (
     Delivery,
     Silence,
 )
-from lockstep.dashboard.alerts.rules import Finding
+from lockstep.dashboard.alerts.rules import RULES, Finding, Resolution
+from lockstep.dashboard.alerts.text import duration
 from lockstep.dashboard.monitor.queries import at
 
 log = logging.getLogger(__name__)
@@ -64,9 +67,17 @@ def unresolved() -> dict[str, Alert]:
     return {a.fingerprint: a for a in Alert.objects.exclude(state=RESOLVED)}
 
 
-def apply(findings: Iterable[Finding], evaluated: set[str], now: datetime) -> Changes:
+# An alert -> its final state, asked when it resolves (the evaluator asks its rule).
+Finals = Callable[[Alert], Resolution]
+
+
+def apply(
+    findings: Iterable[Finding], evaluated: set[str], now: datetime, finals: Finals | None = None
+) -> Changes:
     """Bring the alerts in line with ``findings`` (every subject firing now) of the rules
-    named in ``evaluated`` (a rule that failed this tick neither opens nor resolves)."""
+    named in ``evaluated`` (a rule that failed this tick neither opens nor resolves).
+    ``finals`` says what a resolving alert's final state is (default: the condition
+    cleared)."""
     changes = Changes()
     current = unresolved()
     firing: dict[str, Finding] = {}
@@ -83,7 +94,7 @@ def apply(findings: Iterable[Finding], evaluated: set[str], now: datetime) -> Ch
             changes.updated.append(alert)
     for fingerprint, alert in current.items():
         if fingerprint not in firing and alert.rule in evaluated:
-            resolve(alert, now)
+            resolve(alert, now, finals(alert) if finals is not None else None)
             changes.resolved.append(alert)
     for alert in due_for_notification(now):
         if alert.fingerprint in firing:
@@ -147,20 +158,54 @@ def _lasting(details: dict[str, object]) -> dict[str, object]:
     return {k: v for k, v in details.items() if not k.endswith("_s")}
 
 
-def resolve(alert: Alert, now: datetime) -> None:
+def resolve(alert: Alert, now: datetime, final: Resolution | None = None) -> None:
+    """Resolve ``alert`` at ``now``: its summary and details say how long the condition
+    held and ``final`` (its state now)."""
+    final = final or Resolution("the condition cleared")
+    held_s = max(0.0, (now - alert.since).total_seconds())
     alert.state = RESOLVED
     alert.resolved_at = now
+    alert.summary = resolved_summary(alert, held_s, final)
+    details = dict(alert.details) if isinstance(alert.details, dict) else {}
+    details.update(final.details)
+    if "for_s" in details:
+        details["for_s"] = round(held_s, 1)
+    alert.details = details
     with transaction.atomic():
-        alert.save(update_fields=["state", "resolved_at"])
+        alert.save(update_fields=["state", "resolved_at", "summary", "details"])
         AlertEvent.objects.create(
             alert=alert,
             at=now,
             kind=AlertEvent.RESOLVED,
-            note="the condition cleared",
-            details={"duration_s": round(alert.duration_s, 1)},
+            note=final.state,
+            details={"duration_s": round(alert.duration_s, 1), "held_s": round(held_s, 1)},
         )
     log.warning("alert resolved: #%s %s after %.0f s", alert.pk, alert.rule, alert.duration_s)
     notify(alert, Delivery.RESOLVED, now)
+
+
+def subject_text(alert: Alert) -> str:
+    """``orders/billing queue 3 key 'order-7'``: the alert's subject in words."""
+    parts = [f"{alert.topic}/{alert.group}" if alert.group else alert.topic]
+    if alert.queue is not None:
+        parts.append(f"queue {alert.queue}")
+    if alert.key:
+        parts.append(f"key {alert.key!r}")
+    if alert.consumer:
+        parts.append(f"consumer {alert.consumer}")
+    return " ".join(p for p in parts if p) or "Lockstep"
+
+
+def resolved_summary(alert: Alert, held_s: float, final: Resolution) -> str:
+    """The summary of a resolved alert: what it was (its rule's description), how long
+    the condition held (``resolved_at - since``) and its final state."""
+    rule = RULES.get(alert.rule)
+    what = rule.description.rstrip(".") if rule else alert.rule
+    return (
+        f"{subject_text(alert)}: resolved after {duration(held_s)} "
+        f"(condition since {alert.since:%Y-%m-%d %H:%M:%S} UTC): {final.state}. "
+        f"It was: {what[:1].lower()}{what[1:]}."
+    )
 
 
 def due_for_notification(now: datetime) -> list[Alert]:

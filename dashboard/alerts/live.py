@@ -13,19 +13,22 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 import redis
 from django.db.models import Count
 
+from lockstep.dashboard.monitor.health import read_stuck
 from lockstep.dashboard.monitor.models import Event
-from lockstep.dashboard.monitor.queries import at, not_moving_since
+from lockstep.dashboard.monitor.queries import at
 from lockstep.workers import events as ev
 from lockstep.workers.errors import UnknownTopicError
 from lockstep.workers.inspect import (
     GroupState,
     HeldKey,
     LiveConsumer,
+    Overview,
+    TopicLag,
     TopicState,
     held_keys,
     list_topics,
@@ -50,7 +53,7 @@ class Tracker:
     returns the first time ``value`` was seen for ``subject`` without a break (a different
     value, or a tick without the subject, starts again). Kept in memory by the evaluator:
     after a restart a condition waits its threshold again, unless a rule seeds it from the
-    stored history (``queue_stuck`` does, from the lag samples)."""
+    stored history (``dlq_growth`` does, from the stored dead letters)."""
 
     def __init__(self) -> None:
         self._seen: dict[str, tuple[Any, int]] = {}
@@ -134,10 +137,31 @@ class LiveState:
         except UnknownTopicError:
             return []
 
-    def not_moving_since(self, where: QueueAt, committed: int) -> int | None:
-        """Since when the stored lag samples show ``committed`` unchanged with lag > 0."""
-        topic, group, queue = where
-        return not_moving_since(topic, group, queue, committed, self.now_ms)
+    @cached_property
+    def stuck(self) -> list[dict[str, Any]]:
+        """The stuck queues of this reading, as the overview lists them
+        (``monitor.health.read_stuck``, docs/stuck.md): the one definition."""
+        snapshot: Overview = {
+            "generated_at_ms": self.now_ms,
+            "topics": [cast(TopicLag, t) for t in self.topics],
+        }
+        return read_stuck(self.client, snapshot, self.consumers)
+
+    def dead_letter_times(self, window_s: float) -> dict[tuple[str, str], list[int]]:
+        """(topic, group) -> the times (ms) of its new dead letters (and malformed
+        entries) within ``window_s``, oldest first."""
+        rows = (
+            Event.objects.filter(
+                type__in=(ev.DEAD_LETTERED, ev.MALFORMED_ENTRY),
+                ts__gte=at(int(self.now_ms - window_s * 1000)),
+            )
+            .order_by("ts", "id")
+            .values_list("topic", "group", "ts")
+        )
+        out: dict[tuple[str, str], list[int]] = defaultdict(list)
+        for topic, group, ts in rows:
+            out[(topic, group)].append(int(ts.timestamp() * 1000))
+        return out
 
     def lock_grants(self, window_s: float) -> Counter[QueueAt]:
         """Lock grants (``lock_acquired``) per (topic, group, queue) within ``window_s``."""

@@ -17,21 +17,24 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
 
 from lockstep.dashboard.alerts import lifecycle, push
+from lockstep.dashboard.alerts.forms import AcknowledgeForm
 from lockstep.dashboard.alerts.models import ACKNOWLEDGED, CRITICAL, OPEN, RESOLVED, WARNING, Alert
 from lockstep.dashboard.alerts.rules import RULES
+from lockstep.dashboard.alerts.text import detail_rows as text_detail_rows
 from lockstep.dashboard.alerts.web import (
     ACKNOWLEDGE,
     VIEW_ALERT,
     action,
     choice,
     has_perm,
+    invalid,
     page,
     require,
     row_id,
     text,
-    utc_time,
 )
 from lockstep.dashboard.monitor.views.common import BadParameter, NotFound
 
@@ -139,11 +142,10 @@ def page_links(alert: Alert) -> dict[str, str | None]:
 
 
 def detail_rows(details: Any) -> list[tuple[str, str]]:
-    """The alert's details as (name, value) rows; a template cannot iterate a dict
-    safely (a key named ``items`` would shadow the method)."""
-    if not isinstance(details, dict):
-        return [("details", str(details))]
-    return [(str(k), str(v)) for k, v in sorted(details.items())]
+    """The alert's details as (label, value) rows with their units (``text.detail_rows``);
+    a template cannot iterate a dict safely (a key named ``items`` would shadow the
+    method)."""
+    return text_detail_rows(details)
 
 
 @page("alerts/detail.html", VIEW_ALERT)
@@ -159,22 +161,28 @@ def alert_page(request: HttpRequest, alert_id: str) -> dict[str, Any]:
         "deliveries": list(alert.deliveries.select_related("channel").order_by("-created_at")),
         "links": page_links(alert),
         "may_acknowledge": has_perm(request.user, ACKNOWLEDGE),
+        "form": AcknowledgeForm(),
     }
 
 
 @action
 def acknowledge_view(request: HttpRequest, alert_id: str) -> HttpResponse:
-    """``note`` and ``snooze_until`` (a UTC date and time, optional)."""
+    """``note`` and ``snooze_until`` (a date and time in the viewer's zone, optional)."""
     require(request, ACKNOWLEDGE, "acknowledge alerts")
     alert = find_alert(alert_id)
-    note = text(request.POST, "note", max_length=2000)
-    snooze = utc_time(request.POST, "snooze_until", "snooze until")
+    form = AcknowledgeForm(request.POST)
+    if not form.is_valid():
+        if alert.state == RESOLVED:  # its page has no form to show the errors in
+            raise BadParameter("this alert is resolved; there is nothing to acknowledge")
+        return invalid(request, alert_page, {"form": form}, alert_id)
+    note, snooze = form.cleaned_data["note"], form.cleaned_data["snooze_until"]
     try:
         lifecycle.acknowledge(alert, request.user.get_username(), note, snooze)
     except ValueError as exc:
         raise BadParameter(str(exc)) from None
     push.publish()
-    done = f"snoozed until {snooze:%Y-%m-%d %H:%M} UTC" if snooze else "acknowledged"
+    shown = f"{timezone.localtime(snooze):%Y-%m-%d %H:%M} {timezone.get_current_timezone_name()}"
+    done = f"snoozed until {shown}" if snooze else "acknowledged"
     messages.success(request, f"Alert #{alert.pk} {done}.")
     return redirect("alert-detail", alert.pk)
 

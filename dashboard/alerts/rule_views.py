@@ -17,6 +17,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.utils import timezone
 
+from lockstep.dashboard.alerts.forms import OverrideForm
 from lockstep.dashboard.alerts.models import RuleSetting
 from lockstep.dashboard.alerts.rules import RULES, Rule
 from lockstep.dashboard.alerts.thresholds import Thresholds
@@ -25,12 +26,11 @@ from lockstep.dashboard.alerts.web import (
     VIEW_RULES,
     action,
     choice,
-    flag,
     has_perm,
+    invalid,
     page,
     require,
     row_id,
-    text,
 )
 from lockstep.dashboard.monitor.views.common import BadParameter, NotFound
 
@@ -69,6 +69,7 @@ def rules_page(request: HttpRequest) -> dict[str, Any]:
                 "overrides": [
                     override_row(s, rule, thresholds) for s in settings_by_rule.get(name, [])
                 ],
+                "form": OverrideForm(rule),
             }
             for name, rule in sorted(RULES.items())
         ],
@@ -80,41 +81,25 @@ def rules_page(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-def parsed_params(rule: Rule, form: Any) -> dict[str, float]:
-    """The given parameters as numbers; ``BadParameter`` naming every bad one."""
-    values: dict[str, float] = {}
-    problems = []
-    for p in rule.params:
-        raw = text(form, f"param_{p.name}", max_length=40)
-        if not raw:
-            continue
-        try:
-            values[p.name] = p.parse(raw)
-        except ValueError as exc:
-            problems.append(str(exc))
-    if problems:
-        raise BadParameter("; ".join(problems))
-    return values
-
-
 @action
 def save_rule_setting_view(request: HttpRequest) -> HttpResponse:
-    """Creates or replaces the override of (rule, topic, group)."""
+    """Creates or replaces the override of (rule, topic, group). The rule comes from the
+    page's hidden field: an unknown one is the error page (no form on the page has it)."""
     require(request, CHANGE_RULES, "change rule thresholds")
-    form = request.POST
-    name = choice(form, "rule", RULES)
+    name = choice(request.POST, "rule", RULES)
     if not name:
         raise BadParameter("choose a rule")
-    topic, group = text(form, "topic"), text(form, "group")
-    values = parsed_params(RULES[name], form)
+    form = OverrideForm(RULES[name], request.POST)
+    if not form.is_valid():
+        return invalid(request, rules_page, {"form": form})
     with transaction.atomic():
         setting, created = RuleSetting.objects.update_or_create(
             rule=name,
-            topic=topic,
-            group=group,
+            topic=form.cleaned_data["topic"],
+            group=form.cleaned_data["group"],
             defaults={
-                "enabled": flag(form, "enabled"),
-                "params": values,
+                "enabled": form.cleaned_data["enabled"],
+                "params": form.values(),
                 "updated_by": request.user.get_username(),
                 "updated_at": timezone.now(),
             },

@@ -3,20 +3,22 @@ error page, and reading form fields.
 
 A page (``page``) needs a session and the view permission it names; an action
 (``action``) is a POST with the CSRF token (checked by the middleware), the permission
-it names, then a redirect back (post/redirect/get). A missing permission is the 403 error
-page, bad input 400 and an unknown id 404: never a 500.
+it names, then a redirect back (post/redirect/get). A form that does not validate is its
+page again (``invalid``): status 400, the typed values kept and each error next to its
+field. A missing permission is the 403 error page, other bad input 400 and an unknown id
+404: never a 500.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
 from functools import wraps
 from typing import Any, Concatenate, ParamSpec
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, PermissionsMixin
 from django.core.exceptions import PermissionDenied
+from django.forms import Form
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
@@ -36,8 +38,9 @@ CHANGE_RULES = "alerts.change_rulesetting"
 VIEW_CHANNELS = "alerts.view_channel"
 CHANGE_CHANNELS = "alerts.change_channel"
 
-# A datetime-local input sends minutes, or seconds when the browser shows them.
-LOCAL_FORMATS = ("%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S")
+# Each page view's template, view permission and builder, for ``invalid`` to render the
+# page again around a bound form.
+_PAGES: dict[Callable[..., HttpResponse], tuple[str, str, Callable[..., dict[str, Any]]]] = {}
 
 
 def has_perm(user: AbstractBaseUser | AnonymousUser, permission: str) -> bool:
@@ -81,9 +84,25 @@ def page(
                 return _answer(request, exc)
             return render(request, template, {"data": data})
 
+        _PAGES[view] = (template, permission, build)
         return view
 
     return decorate
+
+
+def invalid(
+    request: HttpRequest,
+    page_view: Callable[..., HttpResponse],
+    forms: Mapping[str, Form],
+    *args: Any,
+) -> HttpResponse:
+    """``page_view``'s page (built for ``args``) again, with ``forms`` (bound forms that
+    failed) in its data in place of blank ones, as a 400: the template shows the typed
+    values and each error next to its field (``alerts/_field_errors.html``)."""
+    template, permission, build = _PAGES[page_view]
+    require(request, permission, "see this page")
+    data = {**build(request, *args), **forms}
+    return render(request, template, {"data": data}, status=400)
 
 
 def action(view: Action[P]) -> Action[P]:
@@ -122,37 +141,6 @@ def choice(params: Mapping[str, str], name: str, allowed: Any, default: str = ""
 
 def flag(params: Mapping[str, str], name: str) -> bool:
     return (params.get(name) or "").strip().lower() in ("1", "on", "true", "yes")
-
-
-def utc_time(params: Mapping[str, str], name: str, label: str) -> datetime | None:
-    """A ``datetime-local`` field read as UTC; ``None`` when blank."""
-    raw = text(params, name, max_length=40)
-    if not raw:
-        return None
-    for fmt in LOCAL_FORMATS:
-        try:
-            return datetime.strptime(raw, fmt).replace(tzinfo=UTC)
-        except ValueError:
-            continue
-    try:
-        parsed = datetime.fromisoformat(raw)
-    except ValueError:
-        raise BadParameter(f"{label}: {raw!r} is not a date and time (YYYY-MM-DDTHH:MM)") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def minutes(params: Mapping[str, str], name: str, label: str) -> timedelta | None:
-    """A positive number of minutes; ``None`` when blank."""
-    raw = text(params, name, max_length=20)
-    if not raw:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        raise BadParameter(f"{label}: {raw!r} is not a number of minutes") from None
-    if not (0 < value <= 60 * 24 * 366):  # also refuses nan
-        raise BadParameter(f"{label}: must be more than 0 and at most a year")
-    return timedelta(minutes=value)
 
 
 def row_id(raw: str, what: str) -> int:

@@ -19,6 +19,7 @@ from typing import Any, Concatenate, ParamSpec
 import redis
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, PermissionsMixin
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
@@ -237,17 +238,57 @@ def cancel_api(request: HttpRequest, request_id: str) -> JsonResponse:
 
 
 def build_audit(request: HttpRequest) -> dict[str, Any]:
-    """``?group=&actor=&action=&limit=`` → ``{"entries": [...]}``, newest first."""
+    """``?group=&actor=&action=&limit=&before=&after=`` → ``{"entries": [...], "older",
+    "newer"}``, newest first. Keyset pages on (at, id): ``before=<id>`` the entries just
+    older than entry ``id``, ``after=<id>`` those just newer; ``older`` / ``newer`` are the
+    cursors of the neighbouring pages (``None`` at either end). Entries added meanwhile
+    never shift a page."""
     params = request.GET
-    limit = int_param(
-        params.get("limit"), "limit", default=AUDIT_LIMIT, minimum=1, maximum=AUDIT_MAX_LIMIT
+    limit = (
+        int_param(
+            params.get("limit"), "limit", default=AUDIT_LIMIT, minimum=1, maximum=AUDIT_MAX_LIMIT
+        )
+        or AUDIT_LIMIT
     )
     entries = AuditEntry.objects.all()
     for name in ("group", "actor", "action"):
         value = text_param(params.get(name), name, max_length=200)
         if value:
             entries = entries.filter(**{name: value})
-    return {"entries": [audit_entry(e) for e in entries.order_by("-at", "-id")[:limit]]}
+    before = _audit_cursor(params.get("before"), "before")
+    after = _audit_cursor(params.get("after"), "after") if before is None else None
+    if after is not None:
+        rows = list(entries.filter(_newer_than(after)).order_by("at", "id")[: limit + 1])
+        more_newer, page = len(rows) > limit, rows[:limit][::-1]
+        more_older = bool(page)
+    else:
+        older_only = entries.filter(_older_than(before)) if before is not None else entries
+        rows = list(older_only.order_by("-at", "-id")[: limit + 1])
+        more_older, page = len(rows) > limit, rows[:limit]
+        more_newer = before is not None and bool(page)
+    return {
+        "entries": [audit_entry(e) for e in page],
+        "older": page[-1].pk if page and more_older else None,
+        "newer": page[0].pk if page and more_newer else None,
+    }
+
+
+def _audit_cursor(value: str | None, name: str) -> AuditEntry | None:
+    pk = int_param(value, name, minimum=1)
+    if pk is None:
+        return None
+    entry = AuditEntry.objects.filter(pk=pk).first()
+    if entry is None:
+        raise NotFound(f"no audit entry {pk}")
+    return entry
+
+
+def _older_than(entry: AuditEntry) -> Q:
+    return Q(at__lt=entry.at) | Q(at=entry.at, id__lt=entry.pk)
+
+
+def _newer_than(entry: AuditEntry) -> Q:
+    return Q(at__gt=entry.at) | Q(at=entry.at, id__gt=entry.pk)
 
 
 def audit_entry(entry: AuditEntry) -> dict[str, Any]:

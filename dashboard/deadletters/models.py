@@ -27,6 +27,10 @@ class Status(models.TextChoices):
     SUCCEEDED = "succeeded", "succeeded"  # the replayed message was handled
     DEAD_AGAIN = "dead_again", "dead again"  # the replay failed: a new dead letter
     DISCARDED = "discarded", "discarded"
+    # No longer in its dead-letter stream, but no event said why: it was replayed or
+    # discarded and that event was lost (a trimmed or gapped event stream). Redis is the
+    # truth that it no longer waits; a late event still moves it on to what it says.
+    GONE = "gone", "gone from Redis"
 
 
 # Target status -> the statuses it may be reached from. A record only moves forward
@@ -36,10 +40,13 @@ class Status(models.TextChoices):
 TRANSITIONS: dict[str, frozenset[str]] = {
     Status.DEAD: frozenset({Status.REPLAY_PENDING}),
     Status.REPLAY_PENDING: frozenset({Status.DEAD}),
-    Status.REPLAYED: frozenset({Status.DEAD, Status.REPLAY_PENDING}),
-    Status.SUCCEEDED: frozenset({Status.DEAD, Status.REPLAY_PENDING, Status.REPLAYED}),
-    Status.DEAD_AGAIN: frozenset({Status.DEAD, Status.REPLAY_PENDING, Status.REPLAYED}),
-    Status.DISCARDED: frozenset({Status.DEAD, Status.REPLAY_PENDING}),
+    Status.REPLAYED: frozenset({Status.DEAD, Status.REPLAY_PENDING, Status.GONE}),
+    Status.SUCCEEDED: frozenset({Status.DEAD, Status.REPLAY_PENDING, Status.REPLAYED, Status.GONE}),
+    Status.DEAD_AGAIN: frozenset(
+        {Status.DEAD, Status.REPLAY_PENDING, Status.REPLAYED, Status.GONE}
+    ),
+    Status.DISCARDED: frozenset({Status.DEAD, Status.REPLAY_PENDING, Status.GONE}),
+    Status.GONE: frozenset({Status.DEAD}),
 }
 
 

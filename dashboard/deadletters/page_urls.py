@@ -7,9 +7,9 @@ from lockstep.dashboard.demo.switch import billing_switch_view
 
 urlpatterns = [
     path("dead-letters", pages.dead_letter_groups_page, name="dead-letter-groups"),
-    path("groups/<str:group>/dead-letters", pages.dead_letters_page, name="dead-letters"),
+    path("groups/<path:group>/dead-letters", pages.dead_letters_page, name="dead-letters"),
     path(
-        "groups/<str:group>/dead-letters/<str:record_id>",
+        "groups/<path:group>/dead-letters/<str:record_id>",
         pages.dead_letter_page,
         name="dead-letter",
     ),

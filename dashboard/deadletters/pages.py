@@ -198,6 +198,7 @@ def build_audit(request: HttpRequest) -> dict[str, Any]:
     limit = int_param(params.get("limit"), "limit", default=action_views.AUDIT_LIMIT)
     return {
         **data,
+        "links": audit_links(params, data["older"], data["newer"]),
         "entries": [
             {**e, "at_ms": to_ms(datetime.fromisoformat(e["at"]))} for e in data["entries"]
         ],
@@ -206,6 +207,19 @@ def build_audit(request: HttpRequest) -> dict[str, Any]:
         "actions": list(
             AuditEntry.objects.order_by("action").values_list("action", flat=True).distinct()
         ),
+    }
+
+
+def audit_links(params: Mapping[str, str], older: int | None, newer: int | None) -> dict[str, Any]:
+    """The audit page's "older" / "newer" / "newest" links, keeping its filters."""
+    kept = {
+        name: params[name] for name in ("group", "actor", "action", "limit") if params.get(name)
+    }
+    return {
+        "older": _query({**kept, "before": str(older)}) if older else None,
+        "newer": _query({**kept, "after": str(newer)}) if newer else None,
+        "newest": _query(kept),
+        "is_newest": not (params.get("before") or params.get("after")),
     }
 
 

@@ -240,7 +240,7 @@ def _replay_notes(holders: _Holders, others: QuerySet[DeadLetter]) -> list[str]:
     if len(holders.pks) == 1:
         notes.append(
             "1 dead letter holds its key (after_dlq = hold): it is replayed in place and runs "
-            f"before the key's {_n(holders.parked, 'parked message')}, which then run in "
+            f"before the key's {counted(holders.parked, 'parked message')}, which then run in "
             "their original order."
         )
     elif holders.pks:
@@ -262,7 +262,7 @@ def _replay_notes(holders: _Holders, others: QuerySet[DeadLetter]) -> list[str]:
 
 
 def _republish_note(ordering: str, after_dlq: str, n: int, keys: int) -> str:
-    letters = _n(n, "dead letter")
+    letters = counted(n, "dead letter")
     if ordering == "queue":
         return (
             f"{letters} under queue ordering: later messages of their queues were already "
@@ -270,7 +270,7 @@ def _republish_note(ordering: str, after_dlq: str, n: int, keys: int) -> str:
         )
     if after_dlq == "continue":
         return (
-            f"{letters} of {_n(keys, 'key')} under after_dlq = continue: later messages of "
+            f"{letters} of {counted(keys, 'key')} under after_dlq = continue: later messages of "
             "these keys were already handled; the replay is re-published after them, at the "
             "end of the queue."
         )
@@ -292,7 +292,7 @@ def _discard_notes(holders: _Holders, others: int) -> list[str]:
     if len(holders.pks) == 1:
         notes.append(
             "1 dead letter holds its key (after_dlq = hold): discarding it releases the key, "
-            f"and the {_n(holders.parked, 'message')} parked behind it run in their original "
+            f"and the {counted(holders.parked, 'message')} parked behind it run in their original "
             "order without it."
         )
     elif holders.pks:
@@ -303,7 +303,8 @@ def _discard_notes(holders: _Holders, others: int) -> list[str]:
         )
     if others:
         notes.append(
-            f"{_n(others, 'dead letter')} {_one(others, 'does not hold its', 'do not hold their')} "
+            f"{counted(others, 'dead letter')} "
+            f"{_one(others, 'does not hold its', 'do not hold their')} "
             f"key: the messages after {_one(others, 'it', 'them')} were already handled; "
             f"discarding drops {_one(others, 'it', 'them')} for good."
         )
@@ -319,5 +320,6 @@ def _one(count: int, singular: str, plural: str) -> str:
     return singular if count == 1 else plural
 
 
-def _n(count: int, noun: str) -> str:
+def counted(count: int, noun: str) -> str:
+    """ "1 dead letter", "2 dead letters": a count with its noun in the right number."""
     return f"{count} {noun}{'' if count == 1 else 's'}"

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from lockstep.dashboard.deadletters.models import DeadLetter, Status
 from lockstep.dashboard.monitor.views.common import BadParameter, int_param, text_param
@@ -106,7 +107,8 @@ class Filters:
 
 
 def time_param(value: str | None, name: str) -> datetime | None:
-    """Epoch milliseconds, or an ISO 8601 date or time (UTC unless it says otherwise)."""
+    """Epoch milliseconds, or an ISO 8601 date or time (``YYYY-MM-DD HH:MM`` as the form
+    asks): in the viewer's zone (the request's active one) unless it says otherwise."""
     text = (value or "").strip()
     if not text:
         return None
@@ -114,7 +116,7 @@ def time_param(value: str | None, name: str) -> datetime | None:
         if text.lstrip("-").isdigit():
             return datetime.fromtimestamp(int(text) / 1000.0, tz=UTC)
         parsed = datetime.fromisoformat(text)
-        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).astimezone(UTC)
+        return (parsed if parsed.tzinfo else timezone.make_aware(parsed)).astimezone(UTC)
     except (ValueError, OverflowError, OSError):
         raise BadParameter(
             f"{name} must be epoch milliseconds or an ISO 8601 time, got {text[:64]!r}"

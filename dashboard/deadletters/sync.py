@@ -20,10 +20,16 @@ Contract:
   later. Events are applied before streams are read, so a replay's ``replayed`` comes
   before its ``dead_again`` when both are there.
 
+- **Reconciled with Redis.** A record still ``dead`` whose stream entry is no longer in
+  Redis was replayed or discarded without its event reaching the database (the event
+  stream was trimmed, or the ingester recorded a gap): it moves to ``gone``
+  (``reconcile_waiting``, a bounded batch per call, round-robin over the waiting
+  records; the detail page checks its own record at once). A late event still moves it
+  on to ``replayed`` / ``discarded``. Records in ``replay_pending`` are left to the
+  action that holds them.
+
 Where it runs: the Celery beat task ``dashboard.deadletters.tasks.sync_dead_letters``
 (every ``LOCKSTEP_DEAD_LETTER_SYNC_SECONDS``) and, before it answers, ``manage.py dlq``.
-Dead letters replayed or discarded without an event reaching the database (events lost)
-keep their last known status.
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ from lockstep.dashboard.deadletters.models import (
 from lockstep.dashboard.monitor.models import Event
 from lockstep.workers import events as ev
 from lockstep.workers.inspect import DeadLetter as RuntimeDeadLetter
-from lockstep.workers.inspect import dead_letter_streams, read_dead_letters
+from lockstep.workers.inspect import dead_letter_streams, get_dead_letter, read_dead_letters
 from lockstep.workers.message import REPLAY_ID_HEADER
 from lockstep.workers.refs import QueueRef
 
@@ -64,6 +70,12 @@ STREAM_BATCH = 500
 # Events examined per call; status reports are rare next to the other event types.
 EVENT_BATCH = 1_000
 EVENTS_CURSOR = "events"
+# Waiting records checked against Redis per call (one XRANGE each, pipelined by nothing:
+# a few milliseconds per hundred); the cursor goes round, so every one is checked within
+# waiting / RECONCILE_BATCH sync ticks.
+RECONCILE_BATCH = 200
+RECONCILE_CURSOR = "reconcile"
+GONE_NOTE = "no longer in its dead-letter stream; the event saying why was lost"
 
 # Event type -> the status it reports.
 STATUS_EVENTS = {
@@ -77,7 +89,7 @@ STATUS_EVENTS = {
 class SyncResult:
     copied: int = 0  # new records
     dead_again: int = 0  # records moved to dead_again by a new record
-    status_changes: int = 0  # records moved by runtime events
+    status_changes: int = 0  # records moved by runtime events or reconciled with Redis
     more: bool = False  # the limit was reached: call again to copy the rest
 
 
@@ -87,6 +99,7 @@ def sync_dead_letters(
     """Apply new runtime events, then copy up to ``limit`` new dead letters of every
     stream (of ``group``'s streams only, when given)."""
     result = SyncResult(status_changes=apply_runtime_events())
+    result.status_changes += reconcile_waiting(client)
     cursors = dict(SyncCursor.objects.values_list("name", "last_id"))
     for ref, stream_group in dead_letter_streams(client):
         if group is not None and stream_group != group:
@@ -240,6 +253,37 @@ def _clean_json(value: Any) -> Any:
     if "\\u0000" in text:
         text = text.replace("\\u0000", "\\ufffd")
     return json.loads(text)
+
+
+# ---- reconciliation with Redis -----------------------------------------------------------
+
+
+def reconcile_waiting(client: redis.Redis, *, limit: int = RECONCILE_BATCH) -> int:
+    """Check up to ``limit`` records still ``dead`` (after the reconcile cursor, by id)
+    against their stream entries; move those no longer in Redis to ``gone``. Returns how
+    many moved. Runs after ``apply_runtime_events``, so an event that did arrive wins."""
+    cursor, _ = SyncCursor.objects.get_or_create(name=RECONCILE_CURSOR, defaults={"last_id": "0"})
+    after = int(cursor.last_id) if cursor.last_id.isdigit() else 0
+    records = list(
+        DeadLetter.objects.filter(status=Status.DEAD, pk__gt=after).order_by("pk")[:limit]
+    )
+    moved = sum(reconcile_record(client, r) for r in records)
+    # A full batch: go on after it next time; otherwise start again from the first.
+    cursor.last_id = str(records[-1].pk if len(records) == limit else 0)
+    cursor.save(update_fields=["last_id", "updated_at"])
+    return moved
+
+
+def reconcile_record(client: redis.Redis, record: DeadLetter) -> bool:
+    """Move ``record`` to ``gone`` when it is ``dead`` here but its entry is no longer in
+    its dead-letter stream (``workers.inspect.get_dead_letter``). Returns whether it
+    moved (a conditional update: an action that took it meanwhile wins)."""
+    if record.status != Status.DEAD:
+        return False
+    ref = QueueRef(record.topic, record.queue)
+    if get_dead_letter(client, ref, record.group, record.dlq_id) is not None:
+        return False
+    return record.move_to(Status.GONE, note=GONE_NOTE)
 
 
 # ---- runtime events ----------------------------------------------------------------------

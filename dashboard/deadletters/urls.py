@@ -2,25 +2,27 @@ from django.urls import path
 
 from lockstep.dashboard.deadletters import action_views, views
 
+# ``path:group``: a group name may contain "/" ("billing/eu"); each pattern still ends in
+# a fixed part, so the group is what lies between "groups/" and "/dead-letters".
 urlpatterns = [
     path(
-        "api/v1/groups/<str:group>/dead-letters",
+        "api/v1/groups/<path:group>/dead-letters",
         views.dead_letters_api,
         name="api-dead-letters",
     ),
     path(
-        "api/v1/groups/<str:group>/dead-letters.jsonl",
+        "api/v1/groups/<path:group>/dead-letters.jsonl",
         views.export_view,
         name="api-dead-letters-export",
     ),
     # Before the record's route, which would take "actions" for a record id.
     path(
-        "api/v1/groups/<str:group>/dead-letters/actions",
+        "api/v1/groups/<path:group>/dead-letters/actions",
         action_views.actions_api,
         name="api-dead-letter-actions",
     ),
     path(
-        "api/v1/groups/<str:group>/dead-letters/<str:record_id>",
+        "api/v1/groups/<path:group>/dead-letters/<str:record_id>",
         views.dead_letter_api,
         name="api-dead-letter",
     ),

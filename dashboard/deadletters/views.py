@@ -28,6 +28,7 @@ from lockstep.dashboard.deadletters.queries import (
     sort_param,
 )
 from lockstep.dashboard.deadletters.roles import may_see_bodies
+from lockstep.dashboard.deadletters.sync import reconcile_record
 from lockstep.dashboard.monitor.redis_conn import get_redis
 from lockstep.dashboard.monitor.views.common import (
     BadParameter,
@@ -77,7 +78,11 @@ def build_detail(request: HttpRequest, group: str, record_id: str) -> dict[str, 
     record = DeadLetter.objects.filter(group=group, pk=pk).first() if pk is not None else None
     if record is None:
         raise NotFound(f"no dead letter {pk} in group {group!r}")
-    return present.detail(record, get_redis(), show_body=may_see_bodies(request.user))
+    client = get_redis()
+    # Redis is the truth of whether it still waits: a replay or discard whose event was
+    # lost shows as gone here at once, not after the next sync reaches it.
+    reconcile_record(client, record)
+    return present.detail(record, client, show_body=may_see_bodies(request.user))
 
 
 dead_letters_api = api_view(build_list)

@@ -1,29 +1,15 @@
 """The overview's ``stats`` (rates in and out, retries, dead letters and stuck queues per
-topic and group) and the one definition of a *stuck* queue that the overview, its Stuck
-list and the group page all show.
+topic and group) and the one implementation of a *stuck* queue (docs/stuck.md): the
+overview and its Stuck list, the group page, the ``queue_stuck`` alert rule and
+``/metrics`` all call ``read_stuck`` (or ``stuck_queues``), and nothing else decides it.
 
-A queue is *stuck* (for one group) when an operator should look at it now. Its reason:
-
-- ``no_live_consumer``: it is behind (lag > 0) and its lock still names a consumer that
-  is no longer live (no heartbeat for longer than ``LOCKSTEP_HEARTBEAT_TIMEOUT``, 15 s:
-  killed, frozen or cut off). Reported at once: the heartbeat timeout already was the
-  grace period, and nobody else may take the queue until the lock expires. ``since_ms``
-  is that consumer's last heartbeat, read from its card (which outlives it by one more
-  timeout); once the card is gone, the latest the heartbeat can have been.
-- ``unowned``: it is behind and no consumer holds its lock, while the lag samples have
-  shown the same committed offset for at least ``LOCKSTEP_STUCK_AFTER_SECONDS`` (60).
-  Measured like ``no_progress`` rather than reported at once, because a queue is briefly
-  unowned in every handover; one whose committed offset moved a minute ago was being
-  consumed until then. Without lag samples (``sample_lag`` not scheduled) it is never
-  reported.
-- ``no_progress``: it is behind, a live consumer holds it, and the lag samples have shown
-  the same committed offset for at least ``LOCKSTEP_STUCK_AFTER_SECONDS``;
-- ``blocked_key`` (key ordering): a key has been blocked by a failing message for at
-  least ``LOCKSTEP_STUCK_AFTER_SECONDS`` (the rest of the queue may still flow);
-- ``held_key`` (key ordering, ``after_dlq = hold``): keys of the queue are held behind
-  their dead letters. Reported at once, one entry per queue naming its keys, since the
-  oldest hold: a held key waits for an operator to replay or discard its dead letter and
-  never heals by itself. A key whose release has begun (``releasing``) is not counted.
+In short (docs/stuck.md has the whole definition): a queue is stuck for a group when it
+has work waiting and has made no progress since ``since_ms`` for at least
+``LOCKSTEP_STUCK_AFTER_SECONDS`` (T). Each entry carries one reason: ``no_live_consumer``
+(since the dead owner's last heartbeat), ``unowned`` and ``no_progress`` (since the lag
+samples first showed the current progress, ``queries.not_moving_since``),
+``blocked_key`` (since the blocking message first failed) and ``held_key`` (since the
+hold began). No reason is reported before ``now - since >= T``.
 
 ``stuck_queues`` is the pure rule over what was read; ``read_stuck`` reads what it needs
 from Redis (consumers' heartbeats, held keys) and applies it.
@@ -36,6 +22,7 @@ from typing import Any
 
 import redis
 from django.conf import settings
+from django.template.defaultfilters import pluralize
 
 from lockstep.dashboard.monitor import queries
 from lockstep.workers.inspect import (
@@ -165,8 +152,9 @@ def stuck_queues(
     ``heartbeats``: consumer id -> last heartbeat (ms) of every consumer with a card, live
     or not (``heartbeats_of``); without it a lock owner counts as live when some snapshot
     in ``cards`` is its (wrong for a moment after a consumer's first lock, before its card
-    shows the queue). ``holds``: (topic, group) -> ``held_keys``; without it a held-key
-    entry counts every held key of the lag and its ``since_ms`` is ``now_ms``."""
+    shows the queue). ``holds``: (topic, group) -> ``held_keys``; without it no held-key
+    entry is made (when a hold began is unknown). Every entry's ``now_ms - since_ms`` is at
+    least ``LOCKSTEP_STUCK_AFTER_SECONDS`` (docs/stuck.md)."""
     live_ids = {where.consumer_id for where in cards}
     alerts: list[Alert] = []
     for topic in snapshot["topics"]:
@@ -175,13 +163,14 @@ def stuck_queues(
             for g in q["groups"]:
                 where = {"topic": topic["name"], "group": g["group"], "queue": q["queue"]}
                 owner = g["owner"]
+                done = q["max_offset"] - g["lag"]
                 if owner is None:
-                    alerts += _not_moving(where, g, now_ms, "unowned")
+                    alerts += _not_moving(where, g, done, now_ms, "unowned")
                 else:
                     beat = heartbeats.get(owner) if heartbeats is not None else None
                     live = owner in live_ids if heartbeats is None else _is_live(beat, now_ms)
                     alerts += (
-                        _not_moving(where, g, now_ms, "no_progress")
+                        _not_moving(where, g, done, now_ms, "no_progress")
                         if live
                         else _no_live_consumer(where, g, beat, now_ms)
                     )
@@ -196,13 +185,24 @@ def _is_live(heartbeat_ms: int | None, now_ms: int) -> bool:
     return heartbeat_ms is not None and (now_ms - heartbeat_ms) / 1000.0 <= heartbeat_timeout()
 
 
-def _not_moving(where: Alert, g: GroupLag, now_ms: int, reason: str) -> list[Alert]:
-    if g["lag"] <= 0:
+def _waiting(g: GroupLag) -> int:
+    """Messages waiting to be consumed: the lag less the parked ones (those wait for an
+    operator and are the ``held_key`` entry's)."""
+    return g["lag"] - g["parked"]
+
+
+def _old_enough(since_ms: int, now_ms: int) -> bool:
+    """The one threshold of every reason: no progress for at least T."""
+    return now_ms - since_ms >= stuck_after_s() * 1000
+
+
+def _not_moving(where: Alert, g: GroupLag, done: int, now_ms: int, reason: str) -> list[Alert]:
+    if _waiting(g) <= 0:
         return []
     since = queries.not_moving_since(
-        where["topic"], where["group"], where["queue"], g["committed_offset"], now_ms
+        where["topic"], where["group"], where["queue"], g["committed_offset"], now_ms, done=done
     )
-    if since is None or now_ms - since < stuck_after_s() * 1000:
+    if since is None or not _old_enough(since, now_ms):
         return []
     waited = (now_ms - since) / 1000.0
     lock = "no consumer holds its lock, " if reason == "unowned" else ""
@@ -223,11 +223,13 @@ def _not_moving(where: Alert, g: GroupLag, now_ms: int, reason: str) -> list[Ale
 def _no_live_consumer(
     where: Alert, g: GroupLag, heartbeat_ms: int | None, now_ms: int
 ) -> list[Alert]:
-    if g["lag"] <= 0:
+    if _waiting(g) <= 0:
         return []
     timeout_s = heartbeat_timeout()
     # Without the card the heartbeat is at least a timeout old: that is all we know.
     since = heartbeat_ms if heartbeat_ms is not None else now_ms - int(timeout_s * 1000)
+    if not _old_enough(since, now_ms):
+        return []
     silent = (now_ms - since) / 1000.0
     heard = (
         f"which has sent no heartbeat for {duration(silent)}"
@@ -257,7 +259,7 @@ def _blocked(where: Alert, card: QueueSnapshot | None, now_ms: int) -> list[Aler
     for b in card.get("blocked_keys", []) if card else []:
         since = int(b.get("since_ms", 0))
         waited = (now_ms - since) / 1000.0
-        if not since or waited < stuck_after_s():
+        if not since or not _old_enough(since, now_ms):
             continue
         error = str(b.get("error", ""))
         alerts.append(
@@ -288,20 +290,23 @@ def _held(
 ) -> list[Alert]:
     if not g["parked_keys"]:
         return []
-    if holds is None:
-        keys: list[str] = []
-        count, since = g["parked_keys"], now_ms
-    else:
-        held = [
-            h
-            for h in holds.get((where["topic"], where["group"]), [])
-            if h["queue"] == where["queue"] and h["state"] == "held"
-        ]
-        if not held:
-            return []
-        held.sort(key=lambda h: (h["since_ms"] or now_ms, h["key"]))
-        keys = [h["key"] for h in held]
-        count, since = len(held), held[0]["since_ms"] or now_ms
+    if holds is None:  # when each hold began is unknown: none is old enough
+        return []
+    # Only the keys held for at least T: a younger hold is not stuck yet (key_held, its
+    # own alert, may tell of it sooner).
+    held = [
+        h
+        for h in holds.get((where["topic"], where["group"]), [])
+        if h["queue"] == where["queue"]
+        and h["state"] == "held"
+        and h["since_ms"] is not None
+        and _old_enough(h["since_ms"], now_ms)
+    ]
+    if not held:
+        return []
+    held.sort(key=lambda h: (h["since_ms"] or now_ms, h["key"]))
+    keys = [h["key"] for h in held]
+    count, since = len(held), held[0]["since_ms"] or now_ms
     waited = max(0.0, (now_ms - since) / 1000.0)
     named = ", ".join(keys[:HELD_KEYS_NAMED]) + (", …" if len(keys) > HELD_KEYS_NAMED else "")
     return [
@@ -317,22 +322,24 @@ def _held(
             "why": f"queue {where['queue']}: {count} key{'s' if count != 1 else ''} held "
             f"behind {'their dead letters' if count != 1 else 'its dead letter'}"
             + (f" ({named})" if named else "")
-            + f", {g['parked']} messages parked, for {duration(waited)}: waiting for a "
-            "replay or discard",
+            + f", {g['parked']} message{pluralize(g['parked'])} parked, for {duration(waited)}: "
+            "waiting for a replay or discard",
         }
     ]
 
 
 def duration(seconds: float) -> str:
-    """``42 s``, ``4 min 5 s``, ``2 h 13 min``: for sentences an operator reads."""
+    """``42 s``, ``4 min 5 s``, ``5 min``, ``2 h 13 min``, ``1 h``: for sentences an
+    operator reads (a zero last part is left out)."""
     s = int(seconds)
     if s < 60:
         return f"{s} s"
     if s < 3600:
-        return f"{s // 60} min {s % 60} s"
-    return f"{s // 3600} h {s % 3600 // 60} min"
+        return f"{s // 60} min" + (f" {s % 60} s" if s % 60 else "")
+    return f"{s // 3600} h" + (f" {s % 3600 // 60} min" if s % 3600 // 60 else "")
 
 
 def stuck_after_s() -> float:
-    """How long a queue may make no progress (or a key stay blocked) before it is stuck."""
+    """T: how long a queue with work waiting may make no progress (a key stay blocked or
+    held, a dead owner stay silent) before it is stuck (docs/stuck.md)."""
     return float(settings.LOCKSTEP_STUCK_AFTER_SECONDS)

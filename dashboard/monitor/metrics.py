@@ -136,7 +136,8 @@ ALERT_STATES = (OPEN, ACKNOWLEDGED)
 class Reading:
     """Everything one scrape shows, read once. ``states`` and ``dead_letters`` have an
     entry for every (topic, group, queue) of ``snapshot``; ``stuck`` names the stuck ones
-    (``dashboard.monitor.health.read_stuck``, whatever the reason); ``consumers`` are the
+    (``dashboard.monitor.health.read_stuck``, the one definition of docs/stuck.md, whatever
+    the reason); ``consumers`` are the
     registered cards, live or silent (``heartbeat_age_s`` above ``heartbeat_timeout_s``)."""
 
     snapshot: Overview
@@ -223,8 +224,8 @@ def queue_families(reading: Reading) -> list[Metric]:
     )
     stuck = _gauge(
         "lockstep_queue_stuck",
-        "1 while the queue is stuck for the group (no progress with a backlog, or a key "
-        "blocked, for LOCKSTEP_STUCK_AFTER_SECONDS), else 0.",
+        "1 while the queue is stuck for the group (docs/stuck.md: work waiting and no "
+        "progress for LOCKSTEP_STUCK_AFTER_SECONDS, any reason), else 0.",
     )
     blocked = _gauge(
         "lockstep_queue_blocked_keys",

@@ -98,3 +98,16 @@ class Topic(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class TimeZonePreference(models.Model):
+    """The time zone a user reads times in (an IANA name); no row means UTC. Set from the
+    header's menu, applied to every page by ``time_zone.ViewerTimeZoneMiddleware``."""
+
+    user = models.OneToOneField(
+        "auth.User", on_delete=models.CASCADE, related_name="time_zone_preference"
+    )
+    zone = models.CharField(max_length=64, default="UTC")
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {self.zone}"

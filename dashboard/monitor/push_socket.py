@@ -9,23 +9,49 @@ as 4401/4404 mirror 401/404. Daphne refuses far larger frames itself before they
 the application (``--websocket-max-message-size`` and ``--websocket-max-frame-size``,
 1 MiB each by default): it drops the connection without a close frame (autobahn fails
 connections "by drop"; a browser reports 1006).
+
+When the channel layer's Redis stops answering (gone, or stalled beyond its read timeout:
+``CHANNEL_LAYER_READ_TIMEOUT_S`` in settings), the socket is closed with 4503 (as 503) and
+one warning line is logged, no traceback: the pages reconnect by themselves with backoff
+and re-read their JSON view.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+logger = logging.getLogger(__name__)
 
 # The pages send nothing; 64 KiB leaves room for a future small command and stops a client
 # from making the server decode megabytes for nothing.
 MAX_CLIENT_MESSAGE_BYTES = 64 * 1024
 MESSAGE_TOO_BIG = 4009
+# The channel layer's Redis did not answer: "try again later", as 503.
+REDIS_UNAVAILABLE = 4503
 
 
 class PushOnlyConsumer(AsyncJsonWebsocketConsumer):
     """A JSON socket that only sends: what it receives is dropped, or closes it with 4009
-    when too big."""
+    when too big; closed with 4503 when the channel layer's Redis fails."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        except (RedisConnectionError, RedisTimeoutError) as exc:
+            # An expected outage, not a bug: one line, and the page reconnects.
+            logger.warning(
+                "socket %s closed with %d: the channel layer's Redis did not answer (%s)",
+                scope.get("path", "?"),
+                REDIS_UNAVAILABLE,
+                exc,
+            )
+            # Daphne drops a close for a client that has gone already.
+            await send({"type": "websocket.close", "code": REDIS_UNAVAILABLE})
 
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any

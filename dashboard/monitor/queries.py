@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db.models import Count, Max, Min, Q, QuerySet
+from django.db.models import BigIntegerField, Count, Max, Min, Q, QuerySet
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 
 from lockstep.dashboard.monitor.models import Event
 from lockstep.workers import events as ev
@@ -145,10 +147,15 @@ def retry_counts(topics: Iterable[str], now_ms: int, window_s: int) -> dict[tupl
     return {(topic, group): n for topic, group, n in rows}
 
 
-def not_moving_since(topic: str, group: str, queue: int, committed: int, now_ms: int) -> int | None:
-    """Since when (ms) the lag samples have shown ``committed`` as the committed offset
-    with a lag above zero, without a break: the time of the oldest sample of that newest
-    unbroken run. ``None`` when the newest sample breaks it (or there are none)."""
+def not_moving_since(
+    topic: str, group: str, queue: int, committed: int, now_ms: int, done: int | None = None
+) -> int | None:
+    """Since when (ms) the lag samples have shown no progress (docs/stuck.md): the
+    committed offset ``committed`` and, when given, ``done`` (max offset - lag: the
+    messages handled, so under key ordering offsets completed above the committed one
+    count as progress), with a lag above zero, without a break: the time of the oldest
+    sample of that newest unbroken run. ``None`` when the newest sample breaks it (or
+    there are none)."""
     samples = Event.objects.filter(
         type=ev.LAG_SAMPLED,
         topic=topic,
@@ -156,12 +163,14 @@ def not_moving_since(topic: str, group: str, queue: int, committed: int, now_ms:
         queue=queue,
         ts__gte=at(now_ms - STUCK_LOOKBACK_MS),
     )
-    moved = (
-        samples.filter(~Q(details__committed_offset=committed) | Q(details__lag__lte=0))
-        .order_by("-ts", "-id")
-        .values_list("ts", flat=True)
-        .first()
-    )
+    broke = ~Q(details__committed_offset=committed) | Q(details__lag__lte=0)
+    if done is not None:
+        samples = samples.annotate(
+            done=Cast(KT("details__max_offset"), BigIntegerField())
+            - Cast(KT("details__lag"), BigIntegerField())
+        )
+        broke |= ~Q(done=done)
+    moved = samples.filter(broke).order_by("-ts", "-id").values_list("ts", flat=True).first()
     run = samples.filter(ts__gt=moved) if moved is not None else samples
     oldest = run.order_by("ts", "id").values_list("ts", flat=True).first()
     return to_ms(oldest) if oldest is not None else None

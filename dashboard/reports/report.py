@@ -398,11 +398,16 @@ def _pair_line(p: GroupDay) -> str:
 
 def _episode_line(e: StuckEpisode) -> str:
     key = f" key {e.key!r}" if e.key else ""
-    end = "still open" if e.open else e.outcome.replace("_", " ")
+    if e.open or e.ended_at is None:
+        until, end = f"for {duration(e.duration_s)} so far", "still open"
+    else:
+        until = f"to {e.ended_at:%Y-%m-%d %H:%M:%S} UTC ({duration(e.duration_s)})"
+        end = e.outcome.replace("_", " ")
+    error = f"; last error: {e.error}" if e.error else ""
     return (
         f"Stuck ({e.level}): {e.topic}/{e.group} queue {e.queue}{key} at offset {e.offset} "
-        f"from {e.started_at:%Y-%m-%d %H:%M:%S} UTC for {duration(e.duration_s)} "
-        f"({e.retries} retries, {e.max_behind:,} behind): {end}"
+        f"from {e.started_at:%Y-%m-%d %H:%M:%S} UTC {until} "
+        f"({e.retries} retries, {e.max_behind:,} behind): {end}{error}"
     )
 
 

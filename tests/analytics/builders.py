@@ -128,7 +128,7 @@ def blocked_key(
     offset: int,
     since_ms: int,
     *,
-    retries: int = 1,
+    retries: int | None = 1,
     waiting: int = 0,
     error: str = "ValueError: boom",
     held: bool = False,
@@ -172,3 +172,53 @@ def day_data(
 def write(uri: str, data_set: str, rows: list[dict[str, Any]], batch: str = "t1") -> None:
     """Write rows into the real layout under ``uri``."""
     write_batch(uri, data_set, pa.Table.from_pylist(rows, schema=arrow_schema(data_set)), batch)
+
+
+DECLINED = "RuntimeError: demo: card declined (order {})"
+
+
+def held_key_day() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(samples, events) of the demo's held keys in group ``billing`` (hold after the
+    dead letter, three retries allowed): ``order-200`` at offset 12 fails at 18:20:00,
+    :02, :06, is dead-lettered at :14 and held, replayed at 18:23:20 and released at
+    18:23:25; ``order-100`` at offset 7 fails from 18:21:00, is held, and is still held
+    at the day's last sample (18:30:00) although its replay was asked for at 18:30:05.
+    The sampler (every 10 s from 18:20:10) never saw ``order-200`` retrying, ``order-100``
+    once (18:21:10, two retries): held sightings carry no retries and "held" as error."""
+    events = []
+    for key, offset, start in (("order-200", 12, at(18, 20)), ("order-100", 7, at(18, 21))):
+        error = DECLINED.format(key.split("-")[1])
+        for times, after in ((1, 0), (2, 2), (3, 6)):
+            failed = event(
+                "consume_failed", start + after * SECOND, group="billing", key=key,
+                offset=offset, n=1, error=error,
+            )  # fmt: skip
+            events.append({**failed, "reconsume_times": times})
+        dead_ms = start + 14 * SECOND
+        dead = event("dead_lettered", dead_ms, group="billing", key=key, offset=offset, error=error)
+        parked = event("key_parked", dead_ms, group="billing", key=key, offset=offset)
+        events += [{**dead, "reconsume_times": 3}, parked]
+    events += [
+        event("dead_letter_replayed", at(18, 23, 20), group="billing", key="order-200", offset=12),
+        event("key_released", at(18, 23, 25), group="billing", key="order-200"),
+        event("dead_letter_replayed", at(18, 30, 5), group="billing", key="order-100", offset=7),
+    ]
+    held_200 = blocked_key(
+        "order-200", 12, at(18, 20, 14), retries=None, waiting=2, error="held", held=True
+    )
+    held_100 = blocked_key(
+        "order-100", 7, at(18, 21, 14), retries=None, waiting=1, error="held", held=True
+    )
+    retrying_100 = blocked_key("order-100", 7, at(18, 21), retries=2, error=DECLINED.format("100"))
+    samples = []
+    for i in range(60):  # 18:20:10 to 18:30:00
+        ts = at(18, 20, 10 + 10 * i)
+        blocked = [held_200] if ts < at(18, 23, 25) and ts > at(18, 20, 14) else []
+        if ts == at(18, 21, 10):
+            blocked.append(retrying_100)
+        elif ts > at(18, 21, 14):
+            blocked.append(held_100)
+        samples.append(
+            sample(ts, group="billing", lag=len(blocked), blocked=blocked, key_ordering=True)
+        )
+    return samples, events

@@ -3,6 +3,7 @@ from the definitions and not from the Spark code, to check the transforms agains
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -130,9 +131,88 @@ def queue_episodes(samples: list[Row], min_s: float) -> list[tuple]:
                 and rows[j + 1]["committed_offset"] == rows[i]["committed_offset"]
             ):
                 j += 1
+            start, last = rows[i]["ts_ms"], rows[j]["ts_ms"]
             end = rows[j + 1]["ts_ms"] if j + 1 < len(rows) else None
-            duration = (rows[j]["ts_ms"] - rows[i]["ts_ms"]) / 1000  # known blocked
-            if duration >= min_s:
-                out.append((queue, rows[i]["committed_offset"], rows[i]["ts_ms"], end, end is None))
+            if (last - start) / 1000 >= min_s:  # known blocked at least the threshold
+                duration = ((end if end is not None else last) - start) / 1000
+                out.append((queue, rows[i]["committed_offset"], start, end, end is None, duration))
             i = j + 1
     return sorted(out)
+
+
+_OUTCOMES = {
+    "dead_lettered": "dead_lettered",
+    "dead_letter_replayed": "replayed",
+    "dead_letter_discarded": "discarded",
+}
+
+
+def key_episodes(samples: list[Row], events: list[Row], min_s: float) -> dict[tuple, Row]:
+    """Key-level episodes, (group, queue, key, offset) → start_ms, end_ms, open,
+    duration_s, retries, error, outcome, from docs/analytics.md §4 as written: the
+    message's first failure starts it (a held key's hold continues the failures of its
+    dead-lettered message); the key's release, its message's dead letter or the first
+    sample without it, at or after its last sighting, ends it."""
+    sightings: dict[tuple, list[tuple[int, Row]]] = defaultdict(list)
+    sample_times: dict[tuple, list[int]] = defaultdict(list)
+    for s in samples:
+        sample_times[(s["topic"], s["group"], s["queue"])].append(s["ts_ms"])
+        for b in s["blocked_keys"]:
+            place = (s["topic"], s["group"], s["queue"], b["key"], b["offset"])
+            sightings[place].append((s["ts_ms"], b))
+    out = {}
+    for (topic, group, queue, key, offset), seen in sightings.items():
+        seen.sort(key=lambda pair: pair[0])
+        last = seen[-1][0]
+        failing = [b for _, b in seen if not b["held"]]
+        ats = [e for e in events if (e["topic"], e["group"], e["queue"]) == (topic, group, queue)]
+        failures = sorted(
+            (
+                e
+                for e in ats
+                if e["offset"] == offset and e["type"] in ("consume_failed", "dead_lettered")
+            ),
+            key=lambda e: e["ts_ms"],
+        )
+        chains: list[list[Row]] = [[]]  # a dead letter ends its message's chain of failures
+        for e in failures:
+            chains[-1].append(e)
+            if e["type"] == "dead_lettered":
+                chains.append([])
+        begun = [c for c in chains if c and c[0]["ts_ms"] <= last]
+        chain = begun[-1] if begun else []
+        sampled_start = min(b["since_ms"] for b in failing or [b for _, b in seen])
+        start = min([sampled_start, *(e["ts_ms"] for e in chain[:1])])
+        if (last - start) / 1000 < min_s:
+            continue
+        ends = [t for t in sample_times[(topic, group, queue)] if t > last][:1]
+        ends += [
+            e["ts_ms"]
+            for e in ats
+            if e["type"] == "key_released" and e["key"] == key and e["ts_ms"] >= last
+        ]
+        ends += [e["ts_ms"] for e in chain if e["type"] == "dead_lettered" and e["ts_ms"] >= last]
+        end = min(ends) if ends else None
+        outcome = "open"
+        if end is not None:
+            decided = [
+                e
+                for e in ats
+                if e["type"] in _OUTCOMES and e["offset"] == offset and e["ts_ms"] >= start
+            ]
+            decided.sort(key=lambda e: e["ts_ms"])
+            outcome = _OUTCOMES[decided[-1]["type"]] if decided else "succeeded"
+        errors = [json.loads(e["details"]).get("error") for e in chain]
+        retries = [e["reconsume_times"] for e in chain] + [b["retries"] for b in failing]
+        out[(group, queue, key, offset)] = {
+            "start_ms": start,
+            "end_ms": end,
+            "open": end is None,
+            "duration_s": ((end if end is not None else last) - start) / 1000,
+            "retries": max([r for r in retries if r is not None], default=0),
+            "error": next(
+                (x for x in reversed(errors) if x), failing[-1]["error"] if failing else ""
+            ),
+            "outcome": outcome,
+        }
+    return out

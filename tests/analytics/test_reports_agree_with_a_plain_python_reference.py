@@ -79,6 +79,7 @@ def test_queue_stuck_episodes_agree(spark: SparkSession, samples: list[dict[str,
             int(e["started_at"].timestamp() * 1000),
             int(e["ended_at"].timestamp() * 1000) if e["ended_at"] else None,
             e["open"],
+            e["duration_s"],
         )
         for e in found
     )

@@ -88,7 +88,7 @@ def test_the_command_stores_a_report_that_the_page_json_shows(
     assert (episode["queue"], episode["offset"], episode["key"]) == (1, 77, "order-7")
     assert (episode["outcome"], episode["duration_s"], episode["open"]) == (
         "dead_lettered",
-        270.0,  # 00:05:00 to its last stuck sample at 00:09:30
+        290.0,  # 00:05:00 to its dead letter at 00:09:50
         False,
     )
     skew = {row["queue"]: row for row in report["key_skew"]}

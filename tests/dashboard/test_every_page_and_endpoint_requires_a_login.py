@@ -17,7 +17,8 @@ pytestmark = pytest.mark.django_db
 # Open on purpose: the login forms themselves, and /metrics (bearer token, tested in
 # test_metrics_requires_the_bearer_token.py). Static files are served by the ASGI static
 # handler in front of Django, so they are not URL patterns at all.
-OPEN = {"login/", "admin/login/", "metrics"}
+# /favicon.ico only redirects to the (open) static icon.
+OPEN = {"login/", "admin/login/", "metrics", "favicon.ico"}
 # Logging out needs no login: an anonymous visitor's GET is refused (POST only) or sent
 # back to the admin's index, which sends it to the login form.
 LOGOUTS = {"logout/": 405, "admin/logout/": 302}
@@ -70,7 +71,7 @@ def test_it_refuses_an_anonymous_get(client: Client, route: str) -> None:
         assert response["Location"].startswith(f"{login}?next="), response["Location"]
 
 
-@pytest.mark.parametrize("route", sorted(OPEN - {"metrics"}))
+@pytest.mark.parametrize("route", sorted(OPEN - {"metrics", "favicon.ico"}))
 def test_it_shows_the_login_forms(client: Client, route: str) -> None:
     response = client.get(sample_path(route))
     assert response.status_code == 200

@@ -1,6 +1,7 @@
 """A key held behind its dead letter (key ordering, ``after_dlq = hold``) waits for an
-operator: the overview and the group page count it as the same stuck queue, reason
-``held_key``, so a group the overview flags never reads "0 stuck" on its own page."""
+operator: once held for ``LOCKSTEP_STUCK_AFTER_SECONDS`` (docs/stuck.md) the overview and
+the group page count it as the same stuck queue, reason ``held_key``, so a group the
+overview flags never reads "0 stuck" on its own page."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from tests.dashboard.helpers import produce, wait_until
 from tests.dashboard.scenarios import FailOn, consuming
 
 pytestmark = pytest.mark.django_db
+
+STUCK_AFTER_S = 1.0
 
 
 def _get(client: Client, url: str) -> dict[str, Any]:
@@ -36,8 +39,9 @@ def _entries(stuck: list[dict[str, Any]]) -> list[tuple[str, int, str, str]]:
 
 
 def test_it_counts_a_held_key_as_stuck_on_the_overview_and_the_group_page_alike(
-    client: Client, viewer: User, redis_client: redis.Redis, redis_url: str
+    client: Client, viewer: User, redis_client: redis.Redis, redis_url: str, settings: Any
 ) -> None:
+    settings.LOCKSTEP_STUCK_AFTER_SECONDS = STUCK_AFTER_S
     create_topic(redis_client, "orders", 2)
     poison, *parked = produce(redis_url, "orders", ["order-poison"] * 3 + ["order-ok"])[:3]
     client.force_login(viewer)
@@ -71,6 +75,7 @@ def test_it_counts_a_held_key_as_stuck_on_the_overview_and_the_group_page_alike(
         1,
         len(parked),
     )
+    assert held["for_s"] >= STUCK_AFTER_S
     assert held["why"].startswith(
         f"queue {poison.queue}: 1 key held behind its dead letter (order-poison), "
         f"{len(parked)} messages parked, for "

@@ -38,6 +38,7 @@ def test_its_help_lists_every_role_and_manage(tmp_path: Path) -> None:
         "alerts",
         "migrate",
         "worker",
+        "analytics",
         "beat",
         "manage",
     ]

@@ -42,7 +42,8 @@ def _card(subscriptions: Sequence[Mapping[str, object]], heartbeat_at_ms: int) -
 def _build_state(client: redis.Redis) -> list[str]:
     """orders (2 queues), groups mailer and auditor. Queue 0: mailer's live owner reports
     two blocked keys under key ordering, one blocked for 2 min (stuck), one for 1 s.
-    Queue 1: mailer holds key k (2 messages parked) and has 3 dead letters waiting. A
+    Queue 1: mailer holds key k (2 messages parked) since 2 min (stuck) and has 3 dead
+    letters waiting. A
     consumer of auditor stopped heartbeating but its card has not expired. Returns the
     dead letters' ids."""
     create_topic(client, "orders", 2)
@@ -77,7 +78,9 @@ def _build_state(client: redis.Redis) -> list[str]:
     client.set(keys.consumer_info(LIVE), _card([mailer], now))
     client.set(keys.sequence(q1), 2)
     client.hset(keys.offset(q1, "mailer"), mapping={"committed": 2, "token": 3})
-    client.hset(keys.parked_keys(q1, "mailer"), "k", json.dumps({"state": "held"}))
+    client.hset(
+        keys.parked_keys(q1, "mailer"), "k", json.dumps({"state": "held", "since": now - 120_000})
+    )
     client.zadd(
         keys.parked_messages(q1, "mailer", "k"),
         {json.dumps({"o": o, "k": "k", "t": now}): o for o in (5, 6)},
@@ -125,7 +128,7 @@ def test_it_marks_the_queues_with_a_long_blocked_or_a_held_key_as_stuck(
     # nothing says since when: not stuck.
     assert stuck == {
         ("mailer", 0): 1,  # key a blocked for 2 min
-        ("mailer", 1): 1,  # key k held behind its dead letter
+        ("mailer", 1): 1,  # key k held behind its dead letter for 2 min
         ("auditor", 0): 0,
         ("auditor", 1): 0,
     }

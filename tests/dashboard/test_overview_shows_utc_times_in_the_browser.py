@@ -1,5 +1,6 @@
-"""The overview in a real browser whose time zone is not UTC (America/New_York): the time
-it was last updated is shown in UTC and says so, as every other page shows times."""
+"""The overview in a real browser whose time zone is not UTC (America/New_York), for a user
+who never chose a zone: the time it was last updated is shown in UTC (the default zone,
+not the browser's), 24-hour, with the UTC time in its hover title, as every time is."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from playwright.sync_api import Page
 
 from tests.dashboard.stack import TIMEOUT_MS, Site, chromium, log_in, running_site
 
-SHOWN = re.compile(r"^updated (\d\d):(\d\d):(\d\d) UTC$")
+SHOWN = re.compile(r"^updated \d{4}-\d\d-\d\d (\d\d):(\d\d):(\d\d)$")
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +43,13 @@ def test_it_shows_when_it_was_updated_in_utc(page: Page) -> None:
     page.wait_for_function("Number(document.getElementById('overview').dataset.seq) >= 0")
 
     shown = (page.text_content("#updated-at") or "").strip()
+    title = page.get_attribute("#updated-at time", "title") or ""
     local_hour = int(page.evaluate("new Date().getHours()"))
 
     match = SHOWN.match(shown)
-    assert match, f"not a labelled UTC time: {shown!r}"
+    assert match, f"not a 24-hour date and time: {shown!r}"
+    assert title == f"{shown.removeprefix('updated ')} UTC", "its title is not the same UTC time"
+    assert page.get_attribute("body", "data-time-zone") == "UTC"
     hours, minutes, seconds = (int(g) for g in match.groups())
     now = datetime.now(UTC)
     gap = abs(_seconds_of_day(now) - (hours * 3600 + minutes * 60 + seconds))

@@ -1,7 +1,8 @@
 """The only consumer of a topic is killed with SIGKILL while its lock has long to live:
 within the heartbeat timeout every page and JSON view says its queue has no live consumer
-(not "consuming"), the overview lists it as stuck for that reason, and the consumers page
-no longer lists the dead process."""
+(not "consuming"), the overview lists it as stuck for that reason (the stuck threshold
+T, docs/stuck.md, set here to the heartbeat timeout: counted from the last heartbeat),
+and the consumers page no longer lists the dead process."""
 
 from __future__ import annotations
 
@@ -70,7 +71,9 @@ def test_it_says_no_live_consumer_everywhere_within_the_heartbeat_timeout(
     redis_client: redis.Redis,
     redis_url: str,
     consumer: ConsumerProcess,
+    settings: Any,
 ) -> None:
+    settings.LOCKSTEP_STUCK_AFTER_SECONDS = HEARTBEAT_TIMEOUT_S
     create_topic(redis_client, "orders", 1)
     client.force_login(viewer)
     owned = wait_until(
@@ -116,6 +119,7 @@ def test_it_says_no_live_consumer_everywhere_within_the_heartbeat_timeout(
     assert (
         "the lock still names consumer c-doomed, which has sent no heartbeat for" in (stuck["why"])
     )
+    assert stuck["for_s"] >= HEARTBEAT_TIMEOUT_S
     assert overview["stats"]["topics"][0]["groups"][0]["stuck"] == 1
     assert overview["stats"]["owners_not_live"] == ["c-doomed"]
     group = _get(client, GROUP_URL)

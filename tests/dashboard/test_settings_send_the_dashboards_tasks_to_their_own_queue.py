@@ -21,6 +21,12 @@ from tests.dashboard.settings_probe import Refused, read_settings
 
 QUEUE = "settings.LOCKSTEP_CELERY_QUEUE"
 DEFAULT = "settings.CELERY_TASK_DEFAULT_QUEUE"
+ANALYTICS = "settings.LOCKSTEP_ANALYTICS_CELERY_QUEUE"
+# Sent to their own queue, which only the analytics worker consumes (Spark runs).
+ANALYTICS_TASKS = (
+    "lockstep.dashboard.reports.tasks.run_nightly_analytics",
+    "lockstep.dashboard.reports.tasks.run_requested_analytics",
+)
 # Queued by the web side: bulk replays and discards, and "run now" of the analytics.
 WEB_TASKS = (
     "lockstep.dashboard.deadletters.tasks.run_action",
@@ -48,9 +54,25 @@ def test_it_routes_every_scheduled_and_every_web_task_to_that_queue(settings: An
     }
 
     assert [name for name, _ in sent if name not in app.tasks] == []
-    assert set(routed.values()) == {settings.LOCKSTEP_CELERY_QUEUE}
+    analytics = {name for name in routed if name in ANALYTICS_TASKS}
+    assert analytics == set(ANALYTICS_TASKS)
+    assert {routed[name] for name in analytics} == {settings.LOCKSTEP_ANALYTICS_CELERY_QUEUE}
+    assert {q for name, q in routed.items() if name not in analytics} == {
+        settings.LOCKSTEP_CELERY_QUEUE
+    }
+
+
+def test_the_analytics_queue_is_named_after_the_dashboards_unless_told_otherwise(
+    tmp_path: Path,
+) -> None:
+    told = read_settings(tmp_path, [ANALYTICS], LOCKSTEP_CELERY_QUEUE="ops.lockstep")
+    assert told == {ANALYTICS: "ops.lockstep.analytics"}
+    named = read_settings(tmp_path, [ANALYTICS], LOCKSTEP_ANALYTICS_CELERY_QUEUE="spark")
+    assert named == {ANALYTICS: "spark"}
 
 
 def test_its_worker_consumes_only_that_queue(settings: Any) -> None:
-    # What a worker started without -Q consumes (lockstep worker passes none).
-    assert list(app.amqp.queues) == [settings.LOCKSTEP_CELERY_QUEUE]
+    # What a worker started without -Q consumes (lockstep worker passes none); routing a
+    # task to the analytics queue declares that one in the sending process only.
+    consumed = [q for q in app.amqp.queues if q != settings.LOCKSTEP_ANALYTICS_CELERY_QUEUE]
+    assert consumed == [settings.LOCKSTEP_CELERY_QUEUE]

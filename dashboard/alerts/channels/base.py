@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from lockstep.dashboard.alerts.models import Channel
+from lockstep.dashboard.alerts.text import detail_rows
 
 
 class DeliveryError(Exception):
@@ -57,7 +57,7 @@ def message_text(payload: dict[str, Any]) -> str:
         lines.append(f"Resolved at: {a['resolved_at']} after {a['duration_s']:.0f} s")
     if a.get("details"):
         lines += ["", "Details:"]
-        lines += [f"  {k}: {json.dumps(v, default=str)}" for k, v in a["details"].items()]
+        lines += [f"  {label}: {value}" for label, value in detail_rows(a["details"])]
     links = [f"  {label}: {a[field]}" for field, label in LINKS if a.get(field)]
     if links:
         lines += ["", "Links:", *links]

@@ -3,7 +3,15 @@ own module, listed here."""
 
 from __future__ import annotations
 
-from lockstep.dashboard.alerts.rules.base import CRITICAL, WARNING, Finding, Param, ParamsFor, Rule
+from lockstep.dashboard.alerts.rules.base import (
+    CRITICAL,
+    WARNING,
+    Finding,
+    Param,
+    ParamsFor,
+    Resolution,
+    Rule,
+)
 from lockstep.dashboard.alerts.rules.consumers import ConsumerLost, LockFlapping
 from lockstep.dashboard.alerts.rules.dead_letters import DlqGrowth
 from lockstep.dashboard.alerts.rules.lag import LagHigh, LagTrend
@@ -24,4 +32,4 @@ RULES: dict[str, Rule] = {
     )
 }
 
-__all__ = ["CRITICAL", "RULES", "WARNING", "Finding", "Param", "ParamsFor", "Rule"]
+__all__ = ["CRITICAL", "RULES", "WARNING", "Finding", "Param", "ParamsFor", "Resolution", "Rule"]

@@ -18,6 +18,7 @@ from django.conf import settings
 
 if TYPE_CHECKING:
     from lockstep.dashboard.alerts.live import LiveState
+    from lockstep.dashboard.alerts.models import Alert
 
 WARNING, CRITICAL = "warning", "critical"
 
@@ -76,6 +77,16 @@ class Finding:
         return "|".join((self.rule, self.topic, self.group, queue, self.key, self.consumer))
 
 
+@dataclass(frozen=True)
+class Resolution:
+    """A resolved alert's final state: ``state`` completes the sentence "…, resolved
+    after 2 min 38 s: <state>"; ``details`` replace the details last seen while open
+    (e.g. ``hold_state``)."""
+
+    state: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
 # (rule, topic, group) -> {param: value} with overrides applied; None when disabled.
 ParamsFor = Callable[[str, str, str], "dict[str, float] | None"]
 
@@ -92,6 +103,13 @@ class Rule(ABC):
     @abstractmethod
     def evaluate(self, live: LiveState, params_for: ParamsFor) -> list[Finding]:
         """Every subject that fires now."""
+
+    def resolution(self, alert: Alert, live: LiveState) -> Resolution:
+        """What is true now that ``alert``'s subject no longer fires (its final state),
+        for the resolved alert's summary and details. The default knows only that the
+        condition cleared; a rule that can tell more (how a held key was released)
+        overrides it."""
+        return Resolution("the condition cleared")
 
     def defaults(self) -> dict[str, float]:
         return {p.name: p.default() for p in self.params}

@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
 class DlqGrowth(Rule):
     """More than ``count`` new dead letters (and malformed entries) of a group within
-    ``window_s``."""
+    ``window_s``. ``since`` is when that first held (the arrival of the dead letter that
+    passed the threshold), never the start of the window."""
 
     name = "dlq_growth"
     description = "Dead letters are arriving fast."
@@ -29,19 +30,34 @@ class DlqGrowth(Rule):
                 p = params_for(self.name, t["name"], group)
                 if p is None:
                     continue
-                n = live.dead_letters(p["window_s"]).get((t["name"], group, -1), 0)
-                if n <= p["count"]:
+                times = live.dead_letter_times(p["window_s"]).get((t["name"], group), [])
+                if len(times) <= p["count"]:
                     continue
-                out.append(
-                    Finding(
-                        rule=self.name,
-                        severity=WARNING,
-                        topic=t["name"],
-                        group=group,
-                        since_ms=int(live.now_ms - p["window_s"] * 1000),
-                        summary=f"{t['name']}/{group}: {n} new dead letters in the last "
-                        f"{duration(p['window_s'])} (threshold {int(p['count'])})",
-                        details={"new_dead_letters": n, "window_s": p["window_s"]},
-                    )
-                )
+                out.append(self._finding(live, t["name"], group, times, p))
         return out
+
+    def _finding(
+        self, live: LiveState, topic: str, group: str, times: list[int], p: dict[str, float]
+    ) -> Finding:
+        # The condition has held without a break at least since the dead letter that
+        # made the count pass the threshold: from then to now those count + 1 all lie
+        # within one window. The tracker keeps that start while the condition lasts.
+        crossed = times[int(p["count"])]
+        since = live.tracker.since(
+            f"{self.name}|{topic}|{group}", True, live.now_ms, lambda: crossed
+        )
+        n = len(times)
+        return Finding(
+            rule=self.name,
+            severity=WARNING,
+            topic=topic,
+            group=group,
+            since_ms=since,
+            summary=f"{topic}/{group}: {n} new dead letters in the last "
+            f"{duration(p['window_s'])} (threshold {int(p['count'])})",
+            details={
+                "new_dead_letters": n,
+                "threshold": int(p["count"]),
+                "window_s": p["window_s"],
+            },
+        )

@@ -1,15 +1,30 @@
-"""Rules over one queue of one group: ``queue_stuck``, ``queue_unowned``,
-``message_blocked`` and ``key_held``."""
+"""Rules over one queue of one group: ``queue_stuck`` (the one definition of a stuck
+queue, docs/stuck.md), and the alerts that may fire sooner than it and never say
+"stuck": ``queue_unowned``, ``message_blocked`` and ``key_held``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
 
-from lockstep.dashboard.alerts.rules.base import CRITICAL, WARNING, Finding, Param, ParamsFor, Rule
+from django.template.defaultfilters import pluralize
+
+from lockstep.dashboard.alerts.rules.base import (
+    CRITICAL,
+    WARNING,
+    Finding,
+    Param,
+    ParamsFor,
+    Resolution,
+    Rule,
+)
 from lockstep.dashboard.alerts.text import duration, shorten
+from lockstep.dashboard.monitor.models import Event
+from lockstep.workers import events as ev
 
 if TYPE_CHECKING:
     from lockstep.dashboard.alerts.live import LiveState, QueueAt
+    from lockstep.dashboard.alerts.models import Alert
     from lockstep.workers.inspect import BlockedKey, GroupState
 
 UNOWNED_STATES = ("unowned", "no_live_consumer")
@@ -20,60 +35,63 @@ def _where(at: QueueAt) -> str:
 
 
 class QueueStuck(Rule):
-    """Backlog, a live owner, and no commit progress (neither the committed offset nor,
-    under key ordering, the offsets completed above it moved) for ``after_s``."""
+    """A queue that is stuck (docs/stuck.md): exactly the queues of the overview's Stuck
+    list (``LiveState.stuck``, ``monitor.health``), one alert per (topic, group, queue)
+    whatever its reasons, since the oldest of them. The threshold is the definition's T
+    (``LOCKSTEP_STUCK_AFTER_SECONDS``): no per-rule parameter may make the alert say
+    "stuck" where the pages do not."""
 
     name = "queue_stuck"
-    description = "A queue with a backlog and a live owner has made no commit progress."
-    params = (Param("after_s", "No progress for (s)", "LOCKSTEP_STUCK_AFTER_SECONDS", 1.0),)
+    description = (
+        "A queue has had work waiting and no progress for LOCKSTEP_STUCK_AFTER_SECONDS "
+        "(no live consumer, unowned, no progress, a blocked or a held key)."
+    )
 
     def evaluate(self, live: LiveState, params_for: ParamsFor) -> list[Finding]:
+        entries: dict[QueueAt, list[dict[str, Any]]] = defaultdict(list)
+        for e in live.stuck:
+            entries[(e["topic"], e["group"], int(e["queue"]))].append(e)
+        states = dict(live.queue_groups())
         out = []
-        for at, g in live.queue_groups():
-            p = params_for(self.name, at[0], at[1])
-            if p is None or g["lag"] <= 0 or g["state"] in UNOWNED_STATES:
+        for at, found in sorted(entries.items()):
+            if params_for(self.name, at[0], at[1]) is None or at not in states:
                 continue
-            progress = (g["committed_offset"], g["completed_above"])
-
-            def seed(at: QueueAt = at, committed: int = g["committed_offset"]) -> int | None:
-                return live.not_moving_since(at, committed)
-
-            since = live.tracker.since(
-                f"{self.name}|{at}",
-                progress,
-                live.now_ms,
-                seed if g["completed_above"] == 0 else None,
-            )
-            waited_s = (live.now_ms - since) / 1000
-            if waited_s < p["after_s"]:
-                continue
-            error = g["last_error"]
-            out.append(
-                Finding(
-                    rule=self.name,
-                    severity=CRITICAL,
-                    topic=at[0],
-                    group=at[1],
-                    queue=at[2],
-                    offset=g["committed_offset"],
-                    since_ms=since,
-                    summary=f"{_where(at)} is stuck: {g['lag']} messages behind, committed "
-                    f"offset {g['committed_offset']} has not moved for {duration(waited_s)} "
-                    f"(owner {g['owner']}, {g['state']})"
-                    + (f"; last error: {shorten(error)}" if error else ""),
-                    details={
-                        "lag": g["lag"],
-                        "time_lag_s": g["time_lag_s"],
-                        "committed_offset": g["committed_offset"],
-                        "owner": g["owner"],
-                        "state": g["state"],
-                        "retries": g["retries"],
-                        "last_error": shorten(error, 500),
-                        "for_s": round(waited_s, 1),
-                    },
-                )
-            )
+            out.append(_stuck_finding(self.name, at, states[at], found, live.now_ms))
         return out
+
+
+def _stuck_finding(
+    rule: str, at: QueueAt, g: GroupState, entries: list[dict[str, Any]], now_ms: int
+) -> Finding:
+    """One alert for a stuck queue: its oldest entry leads (``entries`` are oldest first)."""
+    first = entries[0]
+    waited_s = (now_ms - int(first["since_ms"])) / 1000
+    reasons = sorted({e["reason"] for e in entries})
+    error = g["last_error"]
+    return Finding(
+        rule=rule,
+        severity=CRITICAL,
+        topic=at[0],
+        group=at[1],
+        queue=at[2],
+        offset=g["committed_offset"],
+        since_ms=int(first["since_ms"]),
+        summary=f"{_where(at)} is stuck ({', '.join(r.replace('_', ' ') for r in reasons)}) "
+        f"for {duration(waited_s)}: {first['why']}"
+        + (f"; last error: {shorten(error)}" if error and "error" not in first else ""),
+        details={
+            "reason": first["reason"],
+            "reasons": reasons,
+            "lag": g["lag"],
+            "time_lag_s": g["time_lag_s"],
+            "committed_offset": g["committed_offset"],
+            "owner": g["owner"],
+            "state": g["state"],
+            "retries": g["retries"],
+            "last_error": shorten(error, 500),
+            "for_s": round(waited_s, 1),
+        },
+    )
 
 
 class QueueUnowned(Rule):
@@ -239,8 +257,8 @@ class KeyHeld(Rule):
                         since_ms=since,
                         summary=f"{_where(at)}: key {h['key']!r} is held behind its dead "
                         f"letter (offset {h['offset']}) for {duration(waited_s)}; "
-                        f"{h['messages']} messages parked. Replay or discard the dead letter "
-                        "to release it.",
+                        f"{h['messages']} message{pluralize(h['messages'])} parked. Replay or "
+                        "discard the dead letter to release it.",
                         details={
                             "parked": h["messages"],
                             "dlq_id": h["dlq_id"],
@@ -249,3 +267,38 @@ class KeyHeld(Rule):
                     )
                 )
         return out
+
+    def resolution(self, alert: Alert, live: LiveState) -> Resolution:
+        """The key's state now: still listed but releasing, or released, and how (the
+        stored replay or discard of its dead letter, when the ingester has it)."""
+        for h in live.held(alert.topic, alert.group):
+            if h["key"] == alert.key and h["queue"] == alert.queue:
+                return Resolution(f"the key is {h['state']}", {"hold_state": h["state"]})
+        how = _release(alert)
+        return Resolution(
+            "the key is released" + (f": its dead letter was {how}" if how else ""),
+            {"hold_state": "released"},
+        )
+
+
+def _release(alert: Alert) -> str:
+    """``replayed by alice`` / ``discarded by bob``: the newest replay or discard of the
+    alert's dead letter; "" when none is stored."""
+    dlq_id = alert.details.get("dlq_id") if isinstance(alert.details, dict) else None
+    if not dlq_id:
+        return ""
+    event = (
+        Event.objects.filter(
+            type__in=(ev.DEAD_LETTER_REPLAYED, ev.DEAD_LETTER_DISCARDED),
+            topic=alert.topic,
+            group=alert.group,
+            details__dlq_id=dlq_id,
+        )
+        .order_by("-ts", "-id")
+        .first()
+    )
+    if event is None:
+        return ""
+    verb = "replayed" if event.type == ev.DEAD_LETTER_REPLAYED else "discarded"
+    actor = event.details.get("actor") if isinstance(event.details, dict) else None
+    return verb + (f" by {actor}" if actor else "")

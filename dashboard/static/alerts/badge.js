@@ -13,8 +13,9 @@
   const BACKOFF_MAX_MS = 10000;
   // Long enough to read a one-line summary and click it; short enough not to pile up.
   const TOAST_MS = 10000;
-  // More than five at once is a storm: the oldest go, the badge still says how many.
-  const MAX_TOASTS = 5;
+  // Toasts push the page down while shown (they never cover it: alerts.css), so few at
+  // once: more than three is a storm; the oldest go, the badge still says how many.
+  const MAX_TOASTS = 3;
 
   const badge = document.getElementById("alerts-badge");
   const toasts = document.getElementById("alert-toasts");

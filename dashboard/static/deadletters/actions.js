@@ -173,7 +173,7 @@
     const count = Number(d.count) || 0;
     const verb = current.options.action === "discard" ? "discard" : "replay";
     statusEl.textContent = count
-      ? "This would " + verb + " " + count + " dead letter" + (count === 1 ? "" : "s") + "."
+      ? "This would " + verb + " " + lockstepCount(count, "dead letter") + "."
       : "Nothing to " + verb + ": no dead letter waiting matches.";
     $("dry-run-count").textContent = String(count);
     $("dry-run-skipped").textContent = String(d.skipped || 0);

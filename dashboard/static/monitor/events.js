@@ -58,8 +58,8 @@
     tr.className = "event-row fresh";
     tr.dataset.id = e.id;
     tr.dataset.type = e.type;
-    const when = cell("when mono", new Date(e.ts_ms).toISOString().slice(11, 23));
-    when.title = e.ts;
+    const when = cell("when mono");
+    when.append(LockstepTime.element(e.ts_ms || Date.parse(e.ts), "ms"));
     const type = cell("");
     const badge = document.createElement("span");
     badge.className = "badge type-" + e.type;

@@ -92,12 +92,10 @@
     for (const gone of sections.values()) gone.remove();
     if (data.stats) renderStats(data.stats);
     emptyEl.hidden = data.topics.length > 0;
-    // UTC, said so, as every other page shows times (not the browser's zone).
-    if (generated) updatedEl.textContent = "updated " + utcClock(generated) + " UTC";
+    // In the viewer's chosen zone, UTC in the title, as every other time (time.js).
+    if (generated) updatedEl.replaceChildren("updated ", LockstepTime.element(generated));
     painted = true;
   }
-
-  function utcClock(ms) { return new Date(ms).toISOString().slice(11, 19); }
 
   function placeAt(parent, child, index) {
     if (parent.children[index] !== child) parent.insertBefore(child, parent.children[index] || null);
@@ -128,7 +126,7 @@
   }
 
   function renderTopic(section, topic) {
-    section.querySelector(".topic-meta").textContent = topic.queue_count + " queues";
+    section.querySelector(".topic-meta").textContent = lockstepCount(topic.queue_count, "queue");
     renderGroupTotals(section.querySelector(".group-totals"), topic);
     renderGrid(section.querySelector(".queue-grid"), topic);
     const tbody = section.querySelector("tbody");
@@ -285,8 +283,8 @@
         item.dataset.stuck = String(g.stuck);
         item.append(link("name", g.group, urlFor(groupUrl, t.name, "GROUP", g.group)),
           el("span", "", "out " + rate(g.out_per_s, "/s")),
-          el("span", "", g.retries_per_min + " retries/min"),
-          link("dead-letters" + (g.dead_letters ? " warn" : ""), g.dead_letters + " dead letters",
+          el("span", "", lockstepCount(g.retries_per_min, "retry", "retries") + "/min"),
+          link("dead-letters" + (g.dead_letters ? " warn" : ""), lockstepCount(g.dead_letters, "dead letter"),
             urlFor(deadLettersUrl, t.name, "GROUP", g.group) + "?topic=" + encodeURIComponent(t.name)),
           el("span", g.stuck ? "bad" : "", g.stuck + " stuck"));
         box.append(item);

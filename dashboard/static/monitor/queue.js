@@ -55,7 +55,9 @@
     return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
   }
 
-  function clock(ms) { return new Date(ms).toISOString().slice(11, 19); }
+  const color = LockstepTheme.color;
+
+  function clock(ms) { return LockstepTime.format(ms, "s"); }
 
   // ---- the chart -----------------------------------------------------------------------
 
@@ -97,14 +99,16 @@
       chart = new window.uPlot({
         width: Math.max(300, chartEl.clientWidth), height: 260,
         scales: { x: { time: true }, off: {}, lag: {} },
+        // Times in the viewer's zone, 24-hour, on the axis and in the legend (time.js).
         series: [
-          {},
-          { label: "max offset", scale: "off", stroke: "#5b7cfa", width: 2, spanGaps: true },
-          { label: "committed", scale: "off", stroke: "#1a9d5a", width: 2, spanGaps: true },
-          { label: "lag", scale: "lag", stroke: "#d0393e", width: 1.5, spanGaps: true,
-            fill: "rgba(208, 57, 62, 0.08)" },
+          { value: LockstepTime.legendValue },
+          { label: "max offset", scale: "off", stroke: color("chart-1"), width: 2, spanGaps: true },
+          { label: "committed", scale: "off", stroke: color("ok"), width: 2, spanGaps: true },
+          { label: "lag", scale: "lag", stroke: color("bad"), width: 1.5, spanGaps: true,
+            fill: color("bad-fill") },
         ],
-        axes: [{}, { scale: "off" }, { scale: "lag", side: 1, grid: { show: false } }],
+        axes: [LockstepTheme.axis({ values: LockstepTime.axisValues }), LockstepTheme.axis({ scale: "off" }),
+          LockstepTheme.axis({ scale: "lag", side: 1, grid: { show: false } })],
       }, cols, chartEl);
       window.lockstepQueueChart = chart;
       window.addEventListener("resize", function () {
@@ -146,7 +150,7 @@
       error.textContent = (g.last_error || "").slice(0, 80);
       error.title = g.last_error || "";
     }
-    updatedEl.textContent = "updated " + clock(state.generated_at_ms) + " UTC";
+    updatedEl.replaceChildren("updated ", LockstepTime.element(state.generated_at_ms));
   }
 
   // "no_live_consumer" -> "no live consumer", as the server-rendered page says it.
@@ -188,7 +192,9 @@
     type.append(el("span", "badge type-" + e.type, e.type));
     let details = JSON.stringify(e.details || {});
     if (details.length > 300) details = details.slice(0, 299) + "…";
-    tr.append(el("td", "when mono", new Date(ms).toISOString().slice(11, 23)), type,
+    const when = el("td", "when mono");
+    when.append(LockstepTime.element(ms, "ms"));
+    tr.append(when, type,
       el("td", "", e.topic), el("td", "", e.group), el("td", "num", e.queue),
       el("td", "mono", e.key), el("td", "num", e.token), el("td", "mono consumer", e.consumer),
       el("td", "details mono", details));
@@ -282,12 +288,14 @@
       const mark = el("div", "rebalance-mark " + r.change);
       mark.style.left = pos(r.at_ms) + "%";
       mark.title = clock(r.at_ms) + ": " + r.change + " to " + r.consumer + " (" +
-        r.members.length + " members)";
+        lockstepCount(r.members.length, "member") + ")";
       markTrack.append(mark);
     }
     marks.append(markTrack);
     const axis = el("div", "timeline-axis");
-    axis.append(el("span", "", clock(since) + " UTC"), el("span", "", "now"));
+    const start = el("span");
+    start.append(LockstepTime.element(since));
+    axis.append(start, el("span", "", "now"));
     if (rows.length === 0) rows.push(el("p", "empty-inline", "No lock was held in this window."));
     timelineEl.replaceChildren(...rows, marks, axis);
     timelineEl.dataset.bars = String(timelineEl.querySelectorAll(".lock-bar").length);

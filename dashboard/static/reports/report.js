@@ -19,7 +19,8 @@
   const POLL_MS = 1500;
   const HOURS = Array.from({ length: 24 }, function (_, h) { return h; });
   const CHART_HEIGHT = 240;
-  const COLOURS = { p50: "#8fa6ff", p95: "#5b7cfa", p99: "#d0393e", max: "#667085" };
+  const color = LockstepTheme.color;
+  const COLOURS = { p50: color("chart-2"), p95: color("chart-1"), p99: color("bad"), max: color("muted") };
 
   let data = JSON.parse(initial.textContent);
   const charts = {};
@@ -32,7 +33,8 @@
   // Tick steps for a seconds axis: whole seconds, minutes and hours, so every label is short.
   const SECOND_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
 
-  function hourLabel(h) { return String(h).padStart(2, "0") + ":00"; }
+  // Hour h of the report's UTC day, as the viewer's zone shows it ("19:00", "05:30").
+  function hourLabel(h) { return LockstepTime.format(Date.parse(data.day + "T00:00:00Z") + h * 3600000, "hm"); }
 
   function seconds(s) {
     if (s === null || s === undefined) return "—";
@@ -50,7 +52,7 @@
   }
 
   function countAxis() {
-    return { values: function (u, splits) { return splits.map(function (v) { return compactFormat.format(v); }); } };
+    return LockstepTheme.axis({ values: function (u, splits) { return splits.map(function (v) { return compactFormat.format(v); }); } });
   }
 
   // ---- the charts ----------------------------------------------------------------------
@@ -63,10 +65,10 @@
   }
 
   function hourAxis() {
-    return {
+    return LockstepTheme.axis({
       incrs: [1, 2, 3, 6],
       values: function (u, splits) { return splits.map(hourLabel); },
-    };
+    });
   }
 
   function line(label, colour, extra) {
@@ -94,20 +96,20 @@
       },
       "time-lag-chart": {
         series: lagSeries("time_lag", "s").concat([
-          line("threshold", "#c98a06", { width: 1, dash: [6, 4], points: { show: false },
+          line("threshold", color("warn"), { width: 1, dash: [6, 4], points: { show: false },
             value: function () { return seconds(threshold); } }),
         ]),
         columns: ["time_lag_p50", "time_lag_p95", "time_lag_p99", "time_lag_max"]
           .map(function (f) { return perHour(rows, f); })
           .concat([HOURS.map(function () { return threshold; })]),
-        axis: { incrs: SECOND_STEPS, values: function (u, splits) { return splits.map(secondsTick); }, size: 60 },
+        axis: LockstepTheme.axis({ incrs: SECOND_STEPS, values: function (u, splits) { return splits.map(secondsTick); }, size: 60 }),
       },
       "throughput-chart": {
         series: [
-          { label: "produced", stroke: "#5b7cfa", fill: "rgba(91, 124, 250, 0.55)", width: 1,
+          { label: "produced", stroke: color("chart-1"), fill: color("chart-1-fill"), width: 1,
             paths: bars ? bars({ size: [0.38, 40], align: -1 }) : undefined, points: { show: false },
             value: function (u, v) { return v === null ? "—" : numberFormat.format(v); } },
-          { label: "consumed", stroke: "#1a9d5a", fill: "rgba(26, 157, 90, 0.55)", width: 1,
+          { label: "consumed", stroke: color("ok"), fill: color("ok-fill"), width: 1,
             paths: bars ? bars({ size: [0.38, 40], align: 1 }) : undefined, points: { show: false },
             value: function (u, v) { return v === null ? "—" : numberFormat.format(v); } },
         ],
@@ -136,7 +138,7 @@
           x: { time: false, range: [-0.5, 23.5] },
           y: spec.zero ? { range: function (u, min, max) { return [0, Math.max(1, max) * 1.1]; } } : {},
         },
-        series: [{ label: "hour (UTC)", value: function (u, v) { return v === null ? "—" : hourLabel(v); } }]
+        series: [{ label: "hour (" + LockstepTime.zone + ")", value: function (u, v) { return v === null ? "—" : hourLabel(v); } }]
           .concat(spec.series),
         axes: [hourAxis(), Object.assign({}, spec.axis)],
         legend: { live: true },

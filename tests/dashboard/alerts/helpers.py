@@ -10,6 +10,7 @@ import redis
 
 from lockstep.dashboard.alerts.evaluate import Evaluator
 from lockstep.dashboard.alerts.models import Alert
+from lockstep.dashboard.monitor.tasks import sample_lag
 from tests.dashboard.scenarios import ingest_all
 
 
@@ -19,12 +20,16 @@ def evaluate_until(
     timeout: float = 30.0,
     interval: float = 0.5,
     evaluator: Evaluator | None = None,
+    sample: bool = False,
 ) -> Alert:
-    """Run evaluator ticks (ingesting events first, as the live ingester would) every
+    """Run evaluator ticks (ingesting events first, as the live ingester would; with
+    ``sample``, after taking a lag sample as the ``sample_lag`` beat task would) every
     ``interval`` until ``found`` returns an alert; AssertionError after ``timeout``."""
     evaluator = evaluator or Evaluator(client)
     deadline = time.monotonic() + timeout
     while True:
+        if sample:
+            sample_lag()
         ingest_all(client)
         evaluator.tick()
         alert = found()

@@ -1,7 +1,8 @@
 """SIGKILL of the only consumer (a real ``manage.py consume`` process) while its queue has
 a backlog raises ``consumer_lost`` (naming the process and its queue) and
-``queue_unowned`` within the heartbeat timeout plus the rules' thresholds, and no
-``queue_stuck``: the queue is not slow, nobody is consuming it."""
+``queue_unowned`` within the heartbeat timeout plus the rules' thresholds: alerts of their
+own that fire sooner than ``queue_stuck``, which waits the stuck threshold T from the
+last heartbeat (docs/stuck.md) and so has not fired yet."""
 
 from __future__ import annotations
 

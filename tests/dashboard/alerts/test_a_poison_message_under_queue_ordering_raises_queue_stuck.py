@@ -1,7 +1,7 @@
 """Under queue ordering a poison message retried forever stops its whole queue: that
 raises ``queue_stuck`` (and ``message_blocked`` with the messages of the queue behind it)
-once the committed offset has not moved for the threshold; fixing the handler resolves
-both by themselves."""
+once the lag samples have shown no progress for the threshold (docs/stuck.md, reason
+``no_progress``); fixing the handler resolves both by themselves."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ import redis
 
 from lockstep.dashboard.alerts.evaluate import Evaluator
 from lockstep.dashboard.alerts.models import Alert
+from lockstep.dashboard.monitor.tasks import sample_lag
 from tests.dashboard.alerts.helpers import evaluate_until, unresolved
 from tests.dashboard.helpers import produce, wait_until
-from tests.dashboard.scenarios import FailOn, consuming
+from tests.dashboard.scenarios import FailOn, consuming, ingest_all
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -36,7 +37,12 @@ def test_it_raises_queue_stuck_and_resolves_after_the_fix(
         evaluator = Evaluator(redis_client)
         started = time.monotonic()
         stuck = evaluate_until(
-            redis_client, unresolved("queue_stuck"), timeout=30, interval=0.5, evaluator=evaluator
+            redis_client,
+            unresolved("queue_stuck"),
+            timeout=30,
+            interval=0.5,
+            evaluator=evaluator,
+            sample=True,
         )
         raised_after_s = time.monotonic() - started
         blocked = evaluate_until(
@@ -44,6 +50,10 @@ def test_it_raises_queue_stuck_and_resolves_after_the_fix(
         )
         assert (stuck.queue, stuck.offset) == (0, sent[1].offset)
         assert stuck.details["lag"] == 3
+        assert (stuck.details["reason"], stuck.details["reasons"]) == (
+            "no_progress",
+            ["no_progress"],
+        )
         assert "payment service unavailable" in stuck.summary
         assert (stuck.opened_at - stuck.since).total_seconds() >= STUCK_AFTER_S
         assert blocked.offset == sent[1].offset and blocked.details["waiting"] == 2
@@ -54,6 +64,8 @@ def test_it_raises_queue_stuck_and_resolves_after_the_fix(
         handler.failing.clear()
 
         def open_count() -> int:
+            sample_lag()
+            ingest_all(redis_client)
             evaluator.tick()
             return Alert.objects.exclude(state="resolved").count()
 

@@ -26,7 +26,7 @@ def test_it_mails_the_headline_and_the_details_to_every_address(settings) -> Non
     assert message.to == ["ops@example.com", "b@example.com"]
     assert message.from_email == "lockstep@example.com"
     assert "topic=orders, group=billing, queue=3" in message.body
-    assert "stuck_s: 90" in message.body
+    assert "stuck: 1 min 30 s" in message.body  # labelled, with its unit
     assert Delivery.objects.get(pk=queued.pk).status == Delivery.SENT
 
 

@@ -15,23 +15,33 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_most_specific_override_wins(settings: Any) -> None:
-    settings.LOCKSTEP_STUCK_AFTER_SECONDS = 60
-    RuleSetting.objects.create(rule="queue_stuck", topic="orders", params={"after_s": 30})
-    RuleSetting.objects.create(rule="queue_stuck", group="billing", params={"after_s": 20})
+    settings.LOCKSTEP_ALERT_UNOWNED_AFTER_SECONDS = 60
+    RuleSetting.objects.create(rule="queue_unowned", topic="orders", params={"after_s": 30})
+    RuleSetting.objects.create(rule="queue_unowned", group="billing", params={"after_s": 20})
     RuleSetting.objects.create(
-        rule="queue_stuck", topic="orders", group="billing", params={"after_s": 10}
+        rule="queue_unowned", topic="orders", group="billing", params={"after_s": 10}
     )
-    RuleSetting.objects.create(rule="queue_stuck", topic="audit", enabled=False)
+    RuleSetting.objects.create(rule="queue_unowned", topic="audit", enabled=False)
     RuleSetting.objects.create(
-        rule="queue_stuck", topic="audit", group="ledger", params={"after_s": 5}
+        rule="queue_unowned", topic="audit", group="ledger", params={"after_s": 5}
     )
     t = Thresholds.load()
-    assert t("queue_stuck", "orders", "billing") == {"after_s": 10}
-    assert t("queue_stuck", "orders", "mailer") == {"after_s": 30}
-    assert t("queue_stuck", "payments", "billing") == {"after_s": 20}
-    assert t("queue_stuck", "payments", "mailer") == {"after_s": 60}
-    assert t("queue_stuck", "audit", "mailer") is None
-    assert t("queue_stuck", "audit", "ledger") == {"after_s": 5}
+    assert t("queue_unowned", "orders", "billing") == {"after_s": 10}
+    assert t("queue_unowned", "orders", "mailer") == {"after_s": 30}
+    assert t("queue_unowned", "payments", "billing") == {"after_s": 20}
+    assert t("queue_unowned", "payments", "mailer") == {"after_s": 60}
+    assert t("queue_unowned", "audit", "mailer") is None
+    assert t("queue_unowned", "audit", "ledger") == {"after_s": 5}
+
+
+def test_queue_stuck_has_no_threshold_of_its_own_but_may_be_switched_off() -> None:
+    """Stuck has one threshold, LOCKSTEP_STUCK_AFTER_SECONDS (docs/stuck.md): an override
+    may switch the alert off, never make it say "stuck" sooner or later than the pages."""
+    RuleSetting.objects.create(rule="queue_stuck", topic="orders", params={"after_s": 5})
+    RuleSetting.objects.create(rule="queue_stuck", topic="audit", enabled=False)
+    t = Thresholds.load()
+    assert t("queue_stuck", "orders", "billing") == {}
+    assert t("queue_stuck", "audit", "billing") is None
 
 
 def test_a_bad_stored_value_keeps_the_default(settings: Any) -> None:

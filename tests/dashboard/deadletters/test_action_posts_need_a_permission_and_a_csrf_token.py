@@ -142,7 +142,7 @@ def test_it_refuses_a_post_without_the_csrf_token(
         ({"action": "replay", "request_id": "bad-input-1", "ids": [999999]}, "no dead letter"),
         ({"action": "replay", "request_id": "bad-input-1", "filter": {"x": 1}}, "unknown filter"),
         (
-            {"action": "replay", "request_id": "bad-input-1", "filter": {"status": "gone"}},
+            {"action": "replay", "request_id": "bad-input-1", "filter": {"status": "vanished"}},
             "unknown status",
         ),
         ({"action": "replay", "request_id": "bad-input-1", "filter": {"key": "none"}}, "nothing"),

@@ -4,7 +4,7 @@ episodes; or why there is no report."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
@@ -43,7 +43,8 @@ def test_it_prints_the_headline_of_each_group_and_the_stuck_episodes() -> None:
     at = datetime(2025, 3, 12, 3, 12, 5, tzinfo=UTC)
     StuckEpisode.objects.create(
         run=done, topic="orders", group="billing", queue=2, level="key", key="poison-1",
-        offset=41, started_at=at, ended_at=at, last_seen_at=at, duration_s=250.0,
+        offset=41, started_at=at, ended_at=at + timedelta(seconds=250), last_seen_at=at,
+        duration_s=250.0,
         retries=5, max_behind=1200, outcome="dead_lettered",
     )  # fmt: skip
 
@@ -56,7 +57,8 @@ def test_it_prints_the_headline_of_each_group_and_the_stuck_episodes() -> None:
         "produced 12,000, consumed 11,990; 12 retries, 3 dead letters (0.03%); "
         "1 stuck episodes; 4 owner changes, 1 rebalances, 0 fencing rejections",
         "Stuck (key): orders/billing queue 2 key 'poison-1' at offset 41 from "
-        "2025-03-12 03:12:05 UTC for 4 min 10 s (5 retries, 1,200 behind): dead lettered",
+        "2025-03-12 03:12:05 UTC to 2025-03-12 03:16:15 UTC (4 min 10 s) (5 retries, "
+        "1,200 behind): dead lettered",
     ]
 
 

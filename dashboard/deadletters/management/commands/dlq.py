@@ -27,7 +27,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from lockstep.dashboard.deadletters import actions, present
 from lockstep.dashboard.deadletters.models import ActionItem, ActionRequest, DeadLetter, Status
-from lockstep.dashboard.deadletters.plans import ActionRefused, Selection, plan
+from lockstep.dashboard.deadletters.plans import ActionRefused, Selection, counted, plan
 from lockstep.dashboard.deadletters.progress import outcome_counts
 from lockstep.dashboard.deadletters.queries import (
     MAX_LIMIT,
@@ -206,7 +206,10 @@ def _outcome_document(request: ActionRequest) -> dict[str, Any]:
 
 
 def _describe_plan(data: dict[str, Any]) -> list[str]:
-    lines = [f"would {data['action']} {data['count']} dead letters of {data['key_count']} keys"]
+    lines = [
+        f"would {data['action']} {counted(data['count'], 'dead letter')} of "
+        f"{counted(data['key_count'], 'key')}"
+    ]
     lines += [f"  skipped {s['count']}: {s['reason']}" for s in data["skipped_reasons"]]
     lines += [f"  queue {q['topic']}/{q['queue']}: {q['count']}" for q in data["queues"]]
     lines += [f"  key {k['key']}: {k['count']}" for k in data["keys"]]
@@ -219,7 +222,7 @@ def _describe_outcome(data: dict[str, Any]) -> list[str]:
     lines = [f"{i['id']:>8}  {i['outcome']:<12} {i['detail']}" for i in data["items"]]
     lines.append(
         f"{data['action']} request {data['request_id']} ({data['state']}): "
-        f"{data['count']} dead letters: {counts}"
+        f"{counted(data['count'], 'dead letter')}: {counts}"
     )
     return lines
 
@@ -261,7 +264,7 @@ def _describe(data: dict[str, Any]) -> list[str]:
     if hold:
         lines.append(
             f"key {hold['state']}{' by this dead letter' if hold['held_by_this'] else ''}: "
-            f"{hold['parked_messages']} messages parked behind it"
+            f"{counted(hold['parked_messages'], 'message')} parked behind it"
         )
     return lines
 

@@ -1,6 +1,5 @@
 import signal
 import threading
-import time
 from typing import Any
 
 import redis
@@ -25,8 +24,8 @@ class Command(BaseCommand):
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
-        _wait_for_redis(stop)
-        create_topic(get_redis(), options["topic"], options["queues"])
+        if not _create_topic_when_redis_answers(options["topic"], options["queues"], stop):
+            return
         Topic.objects.update_or_create(
             name=options["topic"], defaults={"queues": options["queues"]}
         )
@@ -36,10 +35,13 @@ class Command(BaseCommand):
         self.stdout.write(f"demo producer sent {sent} messages")
 
 
-def _wait_for_redis(stop: threading.Event) -> None:
+def _create_topic_when_redis_answers(name: str, queues: int, stop: threading.Event) -> bool:
+    """Create the topic (idempotent) once Redis answers; False when stopped first. A
+    Redis that is away or stalled at start-up is waited for, not a reason to exit."""
     while not stop.is_set():
         try:
-            get_redis().ping()
-            return
-        except redis.ConnectionError:
-            time.sleep(0.2)
+            create_topic(get_redis(), name, queues)
+            return True
+        except (redis.ConnectionError, redis.TimeoutError):
+            stop.wait(0.2)
+    return False
