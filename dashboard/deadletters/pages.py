@@ -22,12 +22,25 @@ from django.urls import reverse
 
 from lockstep.dashboard.deadletters import action_views
 from lockstep.dashboard.deadletters.models import AuditEntry, DeadLetter, Status
-from lockstep.dashboard.deadletters.queries import DEFAULT_LIMIT, SORTS, to_ms
+from lockstep.dashboard.deadletters.queries import (
+    DEFAULT_LIMIT,
+    SORTS,
+    Filters,
+    InvalidFilters,
+    count_waiting,
+    to_ms,
+)
 from lockstep.dashboard.deadletters.roles import DISCARD, REPLAY, may_see_bodies
 from lockstep.dashboard.deadletters.views import build_detail, build_list
 from lockstep.dashboard.demo.switch import billing_switch
 from lockstep.dashboard.monitor.redis_conn import get_redis
-from lockstep.dashboard.monitor.views.common import api_view, int_param, page_view, text_param
+from lockstep.dashboard.monitor.views.common import (
+    InvalidForm,
+    api_view,
+    int_param,
+    page_view,
+    text_param,
+)
 from lockstep.workers.inspect import groups_of, list_topics
 
 # The list's filters, as the form, the links and "Replay all matching" carry them.
@@ -51,15 +64,36 @@ def may_act(user: AbstractBaseUser | AnonymousUser) -> dict[str, bool]:
 
 def build_list_page(request: HttpRequest, group: str) -> dict[str, Any]:
     """The list API's answer (``views.build_list``, each item with its ``error_line``)
-    plus ``form`` (the filters as given), ``action_filter`` (those given, for "Replay all
-    matching"), ``links``, ``may`` and ``demo`` (the billing demo's switch, or ``None``)."""
-    data = build_list(request, group)
+    plus ``form`` (the filters as given), ``form_errors`` (field → message), ``action_filter``
+    (those given, for "Replay all matching"), ``links``, ``may`` and ``demo`` (the billing
+    demo's switch, or ``None``). Filters that cannot be used raise ``InvalidForm``: the page
+    again, listing nothing, with what was typed and each field's error."""
+    try:
+        data = build_list(request, group)
+    except InvalidFilters as exc:
+        nothing = {
+            "group": group,
+            "items": [],
+            "next_cursor": None,
+            "count_waiting": count_waiting(group, Filters()),
+            "filters": {},
+            "sort": SORTS[0],
+            "limit": DEFAULT_LIMIT,
+        }
+        raise InvalidForm(_list_page(request, group, nothing, exc.errors)) from None
+    return _list_page(request, group, data, {})
+
+
+def _list_page(
+    request: HttpRequest, group: str, data: dict[str, Any], errors: dict[str, str]
+) -> dict[str, Any]:
     form = form_values(request.GET)
     return {
         **data,
         "items": [{**item, "error_line": first_line(item["error"])} for item in data["items"]],
         "form": form,
-        "action_filter": {name: value for name, value in form.items() if value},
+        "form_errors": errors,
+        "action_filter": {} if errors else {name: value for name, value in form.items() if value},
         "links": list_links(request, group, form, data),
         "may": may_act(request.user),
         "demo": billing_switch(group),

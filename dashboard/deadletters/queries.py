@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -21,6 +21,7 @@ from django.utils import timezone
 from lockstep.dashboard.deadletters.models import DeadLetter, Status
 from lockstep.dashboard.monitor.views.common import BadParameter, int_param, text_param
 
+T = TypeVar("T")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)  # integer steps: floats would round cursors
 MILLISECOND = timedelta(milliseconds=1)
@@ -49,6 +50,15 @@ LIST_FIELDS = (
 )
 
 
+class InvalidFilters(BadParameter):
+    """Filters that cannot be used: ``errors`` maps each such field to its message (the
+    exception's text joins them, as the JSON API answers)."""
+
+    def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__("; ".join(errors.values()))
+        self.errors = errors
+
+
 @dataclass(frozen=True)
 class Filters:
     """The list's filters; empty fields filter nothing. ``error`` matches a part of the
@@ -65,20 +75,33 @@ class Filters:
 
     @classmethod
     def from_params(cls, params: Mapping[str, str]) -> Filters:
-        """From query parameters; ``BadParameter`` for any that cannot be used."""
-        since = time_param(params.get("since"), "since")
-        until = time_param(params.get("until"), "until")
+        """From query parameters; ``InvalidFilters`` naming every field that cannot be
+        used (each with its own message), so a form can show them all at once."""
+        errors: dict[str, str] = {}
+
+        def field(name: str, parse: Callable[[str | None], T], empty: T) -> T:
+            try:
+                return parse(params.get(name))
+            except BadParameter as exc:
+                errors[name] = str(exc)
+                return empty
+
+        since = field("since", lambda v: time_param(v, "since"), None)
+        until = field("until", lambda v: time_param(v, "until"), None)
         if since and until and since > until:
-            raise BadParameter("since must not be after until")
-        return cls(
-            topic=text_param(params.get("topic"), "topic", max_length=128),
-            queue=int_param(params.get("queue"), "queue", maximum=1023),
-            key=text_param(params.get("key"), "key", max_length=1024),
-            error=text_param(params.get("error"), "error", max_length=256),
-            statuses=status_param(params.get("status")),
+            errors["until"] = "since must not be after until"
+        filters = cls(
+            topic=field("topic", lambda v: text_param(v, "topic", max_length=128), ""),
+            queue=field("queue", lambda v: int_param(v, "queue", maximum=1023), None),
+            key=field("key", lambda v: text_param(v, "key", max_length=1024), ""),
+            error=field("error", lambda v: text_param(v, "error", max_length=256), ""),
+            statuses=field("status", status_param, ()),
             since=since,
             until=until,
         )
+        if errors:
+            raise InvalidFilters(errors)
+        return filters
 
     def apply(self, records: QuerySet[DeadLetter]) -> QuerySet[DeadLetter]:
         if self.topic:

@@ -12,6 +12,7 @@ from functools import cache
 from zoneinfo import ZoneInfo, available_timezones
 
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -35,11 +36,12 @@ def zone_names() -> tuple[str, ...]:
     return (DEFAULT_ZONE, *sorted(names - {DEFAULT_ZONE}))
 
 
-def zone_of(user: object) -> str:
+def zone_of(user: AbstractBaseUser | AnonymousUser) -> str:
     """The zone ``user`` chose, or UTC (anonymous users and users who never chose)."""
-    if not getattr(user, "is_authenticated", False):
+    if not user.is_authenticated:
         return DEFAULT_ZONE
-    choice = TimeZonePreference.objects.filter(user=user).values_list("zone", flat=True).first()
+    preference = TimeZonePreference.objects.filter(user_id=user.pk)
+    choice = preference.values_list("zone", flat=True).first()
     return choice if choice in zone_names() else DEFAULT_ZONE
 
 

@@ -94,8 +94,16 @@ def seeded_site(redis_url: str, workdir: Path) -> Iterator[Seeded]:
     with running_site(redis_url, workdir, {TOPIC: QUEUES}, **env) as site:
         client = redis.Redis.from_url(redis_url)
         poison = FailOn(POISON_KEY, error="card declined by the processor")
-        options = {"ordering": Ordering.KEY, "after_dlq": AfterDlq.HOLD, "suspend_ms": 100}
-        with consuming(redis_url, TOPIC, GROUP, poison, max_reconsume_times=1, **options):
+        with consuming(
+            redis_url,
+            TOPIC,
+            GROUP,
+            poison,
+            ordering=Ordering.KEY,
+            after_dlq=AfterDlq.HOLD,
+            max_reconsume_times=1,
+            suspend_ms=100,
+        ):
             assert wait_until(lambda: groups_of(client, TOPIC), lambda g: g == [GROUP])
             produce(redis_url, TOPIC, [LIVE_KEY] * 3 + [POISON_KEY] * 3)
             dead = keys.dead_letters(QueueRef(TOPIC, POISON_QUEUE), GROUP)

@@ -31,6 +31,15 @@ class BadParameter(ValueError):
     """A query or path parameter that cannot be used as given."""
 
 
+class InvalidForm(Exception):
+    """A page's form filled in with values that cannot be used: ``data`` is the page to
+    show again, with what was typed and each field's error, answered 400."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        super().__init__("invalid form")
+        self.data = data
+
+
 def api_view(build: Build[P]) -> Callable[Concatenate[HttpRequest, P], JsonResponse]:
     """The JSON twin of a page: 401 JSON when anonymous, 404 / 400 JSON on errors."""
 
@@ -60,6 +69,8 @@ def page_view(
             data = build(request, *args, **kwargs)
         except (NotFound, UnknownTopicError) as exc:
             return _error(request, 404, "Not found", str(exc))
+        except InvalidForm as exc:
+            return render(request, template, {"data": exc.data, **extra}, status=400)
         except BadParameter as exc:
             return _error(request, 400, "Bad request", str(exc))
         return render(request, template, {"data": data, **extra})
