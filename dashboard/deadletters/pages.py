@@ -71,7 +71,7 @@ def build_list_page(request: HttpRequest, group: str) -> dict[str, Any]:
     try:
         data = build_list(request, group)
     except InvalidFilters as exc:
-        nothing = {
+        nothing: dict[str, Any] = {
             "group": group,
             "items": [],
             "next_cursor": None,
