@@ -81,10 +81,17 @@ def dashboard_redis(redis_url: str, standalone_redis_url: str, settings: Any) ->
     stays on the standalone server also when Lockstep's data is on a cluster."""
     settings.REDIS_URL = redis_url
     settings.CELERY_BROKER_URL = standalone_redis_url
+    # The configured host's connection options (read timeout, keepalive) stay: only the
+    # address changes.
+    (host,) = settings.CHANNEL_LAYERS["default"]["CONFIG"]["hosts"]
     settings.CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [standalone_redis_url], "capacity": 1000, "expiry": 30},
+            "CONFIG": {
+                "hosts": [{**host, "address": standalone_redis_url}],
+                "capacity": 1000,
+                "expiry": 30,
+            },
         }
     }
     yield redis_url

@@ -18,7 +18,7 @@ SIDE_VARIABLES = ("REDIS_URL", "CELERY_BROKER_URL", "CHANNELS_REDIS_URL", "LOCKS
 SHOW = (
     "from django.conf import settings; "
     "print(settings.CELERY_BROKER_URL); "
-    "print(settings.CHANNEL_LAYERS['default']['CONFIG']['hosts'][0])"
+    "print(settings.CHANNEL_LAYERS['default']['CONFIG']['hosts'][0]['address'])"
 )
 
 

@@ -26,4 +26,5 @@ def test_the_dashboard_reads_lockstep_data_from_the_cluster(
     # Celery's broker and the channel layer stay on the standalone server.
     broker: str = settings.CELERY_BROKER_URL
     assert broker == standalone_redis_url
-    assert settings.CHANNEL_LAYERS["default"]["CONFIG"]["hosts"] == [standalone_redis_url]
+    hosts = settings.CHANNEL_LAYERS["default"]["CONFIG"]["hosts"]
+    assert [host["address"] for host in hosts] == [standalone_redis_url]

@@ -87,9 +87,10 @@ def test_it_queues_a_run_for_an_operator_and_sends_the_task_to_the_broker(
     body = response.json()
     assert (body["id"], body["status"], body["active"]) == (run.pk, "queued", True)
     assert body["links"]["state"] == f"/api/v1/analytics/runs/{run.pk}"
-    # The task message waits in the suite's Redis, Celery's broker, in the dashboard's
-    # own queue (no worker listens).
-    queue = settings.LOCKSTEP_CELERY_QUEUE
+    # The task message waits in the suite's Redis, Celery's broker, in the analytics
+    # worker's own queue (no worker listens), not in the live tasks' queue.
+    assert redis_client.llen(settings.LOCKSTEP_CELERY_QUEUE) == 0
+    queue = settings.LOCKSTEP_ANALYTICS_CELERY_QUEUE
     queued = [json.loads(m) for m in redis_client.lrange(queue, 0, -1)]
     assert [(m["headers"]["task"], m["headers"]["argsrepr"]) for m in queued] == [
         ("lockstep.dashboard.reports.tasks.run_requested_analytics", f"({run.pk},)")
