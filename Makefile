@@ -3,7 +3,7 @@ PY := .venv/bin/python
 export PYTHONPATH := $(CURDIR)
 export DJANGO_SETTINGS_MODULE := lockstep.dashboard.settings
 
-.PHONY: setup setup-test run test lint audit typecheck format bench wheel
+.PHONY: setup setup-test run test test-quick lint audit typecheck format bench wheel
 
 setup:
 	@bash bin/setup
@@ -30,6 +30,12 @@ test: setup-test lint audit
 	bash bin/check-prometheus-rules
 	$(PY) bin/check-deploy
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The inner loop: every test not marked slow (no browser, Spark, Redis Cluster, kills or
+# wheels; tests/conftest.py marks them), in parallel with pytest-xdist. No lint, no audit:
+# `make test` runs everything, as CI does.
+test-quick: setup-test
+	$(PY) -m pytest -m "not slow" -n $(or $(QUICK_WORKERS),4) $(PYTEST_ARGS)
 
 format: setup
 	$(PY) -m ruff check --fix .

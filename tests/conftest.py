@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -9,6 +11,53 @@ import redis
 
 from lockstep.workers.connection import connect
 from tests.support import LocalCluster, redis_cluster, redis_server
+
+TESTS = Path(__file__).resolve().parent
+# Fixtures that start a Redis Cluster, a browser or a Spark session: a test using one is
+# marked for it (and slow) without saying so itself.
+CLUSTER_FIXTURES = frozenset({"local_redis_cluster"})
+BROWSER_FIXTURES = frozenset({"browser", "chromium"})
+SPARK_FIXTURES = frozenset({"spark"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Markers a test earns by what it uses (README, "Tests"): ``cluster`` (a local Redis
+    Cluster: the cluster packages, or ``redis_on_either``'s cluster case), ``browser``
+    (Chromium), ``spark`` (a Spark session, here or in a process it starts); each of them
+    implies ``slow``, which modules may also declare themselves. ``make test-quick`` runs
+    what is not slow."""
+    for item in items:
+        for name in _earned_markers(item):
+            item.add_marker(name)
+        if any(item.get_closest_marker(m) for m in ("cluster", "browser", "spark")):
+            item.add_marker("slow")
+
+
+def _earned_markers(item: pytest.Item) -> set[str]:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    module = getattr(item, "module", None)
+    parts = item.path.resolve().relative_to(TESTS).parts
+    earned = set()
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if "cluster" in parts or fixtures & CLUSTER_FIXTURES or "cluster" in params.values():
+        earned.add("cluster")
+    if fixtures & BROWSER_FIXTURES or _uses(module, "playwright"):
+        earned.add("browser")
+    if fixtures & SPARK_FIXTURES or _uses(module, "pyspark"):
+        earned.add("spark")
+    return earned
+
+
+def _uses(module: ModuleType | None, package: str) -> bool:
+    """Whether ``module`` holds a name imported from ``package`` (a class, a function or
+    the module itself)."""
+    if module is None:
+        return False
+    for value in vars(module).values():
+        origin = getattr(value, "__module__", None) or getattr(value, "__name__", "")
+        if isinstance(origin, str) and origin.split(".")[0] == package:
+            return True
+    return False
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,8 @@ from tests.dashboard.stack import REPO
 from tests.dashboard.web_processes import WebSide
 from tests.support import RestartableRedis
 
+pytestmark = pytest.mark.slow
+
 # Several of each process's polls fail meanwhile (a call gives up after about 2 s of
 # redis-py's own retries), so a process that told each failure would be caught.
 OUTAGE_S = 5.0

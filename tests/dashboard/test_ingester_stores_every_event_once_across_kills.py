@@ -18,6 +18,8 @@ from lockstep.workers.events import EventLog, count_events
 from tests.dashboard.helpers import wait_until
 from tests.dashboard.web_processes import WebSide, stream_ids
 
+pytestmark = pytest.mark.slow
+
 LOAD_SECONDS = 7.0
 KILLS = 2
 

@@ -21,6 +21,8 @@ from tests.dashboard.helpers import wait_until
 from tests.dashboard.web_processes import WebSide, stream_ids
 from tests.support import RestartableRedis
 
+pytestmark = pytest.mark.slow
+
 RETRY = re.compile(r"ingester: (Redis|database) unavailable .*; retrying in ([0-9.]+)s")
 
 

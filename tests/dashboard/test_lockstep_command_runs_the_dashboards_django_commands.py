@@ -10,7 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.dashboard.settings_probe import probe_env
+
+pytestmark = pytest.mark.slow
 
 
 def _lockstep(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

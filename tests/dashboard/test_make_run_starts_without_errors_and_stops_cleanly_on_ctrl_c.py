@@ -23,7 +23,7 @@ import pytest
 from tests.dashboard.helpers import wait_until
 from tests.support import free_port
 
-pytestmark = pytest.mark.timeout(400)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 
 ROOT = Path(__file__).resolve().parents[2]
 CTRL_C = b"\x03"

@@ -23,6 +23,8 @@ from lockstep.dashboard.monitor.push_socket import REDIS_UNAVAILABLE
 from tests.dashboard.stack import PASSWORD, USER, Site, running_site
 from tests.support import RestartableRedis
 
+pytestmark = pytest.mark.slow
+
 # Longer than BZPOPMIN's 5 s plus redis-py 8's 5 s read timeout could ever cover.
 STALL_S = 7.0
 SOCKETS = ("/ws/alerts/", "/ws/overview/")

@@ -27,7 +27,7 @@ from lockstep.workers.refs import QueueRef
 from tests.dashboard.helpers import wait_until
 from tests.support import RestartableRedis, free_port
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPIC, QUEUES = "orders", 8  # the demo's (lockstep/cli.py)

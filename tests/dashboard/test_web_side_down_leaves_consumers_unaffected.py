@@ -7,12 +7,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 import redis
 
 from bench.common import ConsumerProcess, committed_total, load_topic
 from lockstep.workers.events import count_events
 from tests.dashboard.helpers import wait_until
 from tests.dashboard.web_processes import SLEEP_5MS, WebSide, stream_ids
+
+pytestmark = pytest.mark.slow
 
 QUEUES = 8
 BACKLOG = 40_000  # more than the consumer can finish during the test (~1,500 msg/s)

@@ -13,7 +13,7 @@ import pytest
 if TYPE_CHECKING:
     from tests.install.conftest import InstallVenv
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def test_an_analytics_run_names_the_missing_extra(

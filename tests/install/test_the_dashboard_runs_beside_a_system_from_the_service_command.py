@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 # The [dashboard] environment is installed once per session; this test's own part takes
 # about half a minute.
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 USER, PASSWORD = "ops", "ops-password-for-the-test-1"
 TOPIC, GROUP, QUEUES = "payments", "shipping", 4

@@ -14,7 +14,7 @@ import pytest
 if TYPE_CHECKING:
     from tests.install.conftest import InstallVenv
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 ROOT = Path(__file__).resolve().parents[2]
 
 

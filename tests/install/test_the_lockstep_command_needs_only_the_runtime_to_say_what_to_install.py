@@ -13,7 +13,7 @@ import pytest
 if TYPE_CHECKING:
     from tests.install.conftest import InstallVenv
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def test_its_help_works_with_the_runtime_alone(install_venv: InstallVenv) -> None:

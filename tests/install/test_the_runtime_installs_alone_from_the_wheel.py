@@ -20,6 +20,8 @@ from packaging.requirements import Requirement
 
 from tests.support import redis_server
 
+pytestmark = pytest.mark.slow
+
 if TYPE_CHECKING:
     from tests.install.conftest import InstallVenv, Venv
 

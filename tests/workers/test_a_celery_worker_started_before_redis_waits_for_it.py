@@ -11,12 +11,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import redis
 
 from lockstep.workers import Producer, create_topic
 from tests.support import RestartableRedis
 from tests.workers.file_handlers import FILE_HANDLER, RECORD_FILE_ENV, recorded
 from tests.workers.harness import REPO, body, order_violations, wait_until
+
+pytestmark = pytest.mark.slow
 
 
 def _start_worker(url: str, tmp_path: Path) -> subprocess.Popen[bytes]:

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import pytest
 import redis
 
 from lockstep.workers import Producer, create_topic
 from tests.workers.conftest import SpawnConsumer
 from tests.workers.harness import body, fully_committed, handled, lock_owners, wait_until
+
+pytestmark = pytest.mark.slow
 
 TOPIC, GROUP, QUEUES = "orders", "mailer", 4
 KEYS, PER_KEY = 40, 100

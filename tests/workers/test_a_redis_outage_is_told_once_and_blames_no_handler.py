@@ -21,6 +21,8 @@ from tests.workers.file_handlers import (
 )
 from tests.workers.harness import ConsumerProcess, body, events, order_violations, wait_until
 
+pytestmark = pytest.mark.slow
+
 UNREACHABLE = "Redis is unreachable"
 BACK = "Redis is reachable again"
 KEYS = [f"acct-{k}" for k in range(12)]

@@ -9,7 +9,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.workers.harness import REPO
+
+pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
 
 def test_it_compares_the_cluster_with_standalone_redis_in_one_json_object() -> None:

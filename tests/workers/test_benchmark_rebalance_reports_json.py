@@ -15,6 +15,8 @@ from django.core.management import call_command
 
 from bench import rebalance
 
+pytestmark = pytest.mark.slow
+
 CHANGE_FIELDS = {
     "change",
     "consumers",

@@ -4,6 +4,7 @@ progress is done, however long that takes, and only then does anyone else consum
 
 from __future__ import annotations
 
+import pytest
 import redis
 
 from lockstep.workers import Producer, create_topic
@@ -21,6 +22,8 @@ from tests.workers.harness import (
     registered,
     wait_until,
 )
+
+pytestmark = pytest.mark.slow
 
 TOPIC, GROUP = "orders", "fulfilment"
 SLOW_S = FAST.lock_ttl_s * 2  # the handler outlives two lock ttls

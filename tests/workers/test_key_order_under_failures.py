@@ -12,6 +12,7 @@ import threading
 import time
 from collections import Counter
 
+import pytest
 import redis
 
 from lockstep.workers import Producer, create_topic
@@ -27,6 +28,8 @@ from tests.workers.harness import (
     registered,
     wait_until,
 )
+
+pytestmark = pytest.mark.slow
 
 TOPIC, GROUP, QUEUES = "orders", "ledger-keys", 8
 KEYS, PER_KEY = 400, 30  # 12,000 messages

@@ -34,6 +34,8 @@ from tests.workers.harness import (
     wait_until,
 )
 
+pytestmark = pytest.mark.slow
+
 TOPIC, GROUP, QUEUES = "orders", "ledger", 8
 KEYS, PER_KEY = 500, 40  # 20,000 messages
 # Produced at a steady ~800/s (so ~25 s): the kill, the freeze and the join all happen

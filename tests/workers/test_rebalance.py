@@ -8,6 +8,7 @@ import threading
 import time
 from collections import Counter, defaultdict
 
+import pytest
 import redis
 
 from lockstep.workers import Producer, create_topic
@@ -25,6 +26,8 @@ from tests.workers.harness import (
     registered,
     wait_until,
 )
+
+pytestmark = pytest.mark.slow
 
 TOPIC, GROUP, QUEUES = "orders", "fulfilment", 8
 SEND_INTERVAL_S = 0.004  # ~250 messages/s keeps every queue busy during each handover

@@ -7,12 +7,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 import redis
 
 from lockstep.workers import Producer, create_topic
 from tests.support import RestartableRedis
 from tests.workers.file_handlers import FILE_HANDLER, HANDLER_MS_ENV, RECORD_FILE_ENV, recorded
 from tests.workers.harness import ConsumerProcess, body, order_violations, wait_until
+
+pytestmark = pytest.mark.slow
 
 SHUTDOWN_TIMEOUT_S = 3
 KEYS = [f"order-{k}" for k in range(8)]

@@ -29,6 +29,8 @@ from tests.dashboard.helpers import wait_until
 from tests.dashboard.stack import REPO
 from tests.dashboard.web_processes import WebSide
 
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
+
 ENDED = ("ok", "empty", "failed")
 
 
