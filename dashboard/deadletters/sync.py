@@ -56,7 +56,12 @@ from lockstep.dashboard.deadletters.models import (
 from lockstep.dashboard.monitor.models import Event
 from lockstep.workers import events as ev
 from lockstep.workers.inspect import DeadLetter as RuntimeDeadLetter
-from lockstep.workers.inspect import dead_letter_streams, get_dead_letter, read_dead_letters
+from lockstep.workers.inspect import (
+    dead_letter_streams,
+    dead_letters_present,
+    get_dead_letter,
+    read_dead_letters,
+)
 from lockstep.workers.message import REPLAY_ID_HEADER
 from lockstep.workers.refs import QueueRef
 
@@ -267,7 +272,9 @@ def reconcile_waiting(client: redis.Redis, *, limit: int = RECONCILE_BATCH) -> i
     records = list(
         DeadLetter.objects.filter(status=Status.DEAD, pk__gt=after).order_by("pk")[:limit]
     )
-    moved = sum(reconcile_record(client, r) for r in records)
+    present = dead_letters_present(client, [(_ref(r), r.group, r.dlq_id) for r in records])
+    gone = [r for r, here in zip(records, present, strict=True) if not here]
+    moved = sum(r.move_to(Status.GONE, note=GONE_NOTE) for r in gone)
     # A full batch: go on after it next time; otherwise start again from the first.
     cursor.last_id = str(records[-1].pk if len(records) == limit else 0)
     cursor.save(update_fields=["last_id", "updated_at"])
@@ -280,10 +287,13 @@ def reconcile_record(client: redis.Redis, record: DeadLetter) -> bool:
     moved (a conditional update: an action that took it meanwhile wins)."""
     if record.status != Status.DEAD:
         return False
-    ref = QueueRef(record.topic, record.queue)
-    if get_dead_letter(client, ref, record.group, record.dlq_id) is not None:
+    if get_dead_letter(client, _ref(record), record.group, record.dlq_id) is not None:
         return False
     return record.move_to(Status.GONE, note=GONE_NOTE)
+
+
+def _ref(record: DeadLetter) -> QueueRef:
+    return QueueRef(record.topic, record.queue)
 
 
 # ---- runtime events ----------------------------------------------------------------------

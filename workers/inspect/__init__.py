@@ -13,7 +13,7 @@ meant.
   ``queue_cards``, ``group_members``;
 - ``messages``: ``messages_by_key``, ``message_at`` (per-group states), ``key_at``;
 - ``dead_letters``: ``list_dead_letters``, ``get_dead_letter``, ``read_dead_letters`` (after
-  a cursor), ``dead_letter_streams`` and counts;
+  a cursor), ``dead_letter_streams``, counts and ``dead_letters_present``;
 - ``held``: held keys (``after_dlq = hold``) and their parked messages;
 - topics: ``list_topics``, ``get_topic``, ``groups_of`` (from ``workers.topics``);
 - what a consumer's card says of a queue: ``QueueSnapshot``, ``BlockedKey`` (from
@@ -39,6 +39,7 @@ from lockstep.workers.inspect.dead_letters import (
     dead_letter_streams,
     dead_letters_per_group,
     dead_letters_per_queue,
+    dead_letters_present,
     get_dead_letter,
     list_dead_letters,
     read_dead_letters,
@@ -103,6 +104,7 @@ __all__ = [
     "dead_letter_streams",
     "dead_letters_per_group",
     "dead_letters_per_queue",
+    "dead_letters_present",
     "get_dead_letter",
     "get_topic",
     "group_members",

@@ -5,7 +5,7 @@ operator."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,6 +165,17 @@ def get_dead_letter(
     longer) there."""
     found = entries(client.xrange(keys.dead_letters(ref, group), dlq_id, dlq_id))
     return _decode(ref, group, found[0][0], found[0][1]) if found else None
+
+
+def dead_letters_present(
+    client: redis.Redis, wanted: Sequence[tuple[QueueRef, str, str]]
+) -> list[bool]:
+    """For each ``(queue, group, dlq_id)`` of ``wanted``, in order: whether that dead
+    letter is still in its stream, in one round trip."""
+    pipe = client.pipeline(transaction=False)
+    for ref, group, dlq_id in wanted:
+        pipe.xrange(keys.dead_letters(ref, group), dlq_id, dlq_id)
+    return [bool(found) for found in pipe.execute()]
 
 
 def dead_letter_counts(

@@ -82,14 +82,3 @@ def relative(value: Any) -> str:
     pct = float(value) * 100
     sign = "+" if pct > 0 else MINUS if pct < 0 else "±"
     return f"{sign}{abs(pct):.0f}%" if abs(pct) >= 1 or pct == 0 else f"{sign}{abs(pct):.1f}%"
-
-
-@register.filter
-def clock(value: Any, day: str = "") -> str:
-    """An ISO time (as the report's rows give them) as ``HH:MM:SS`` UTC, with its date in
-    front when it is not ``day`` (an episode that began the day before)."""
-    text = str(value or "")
-    if len(text) < 19:
-        return DASH
-    when = text[11:19]
-    return when if text[:10] == day else f"{text[:10]} {when}"
