@@ -314,8 +314,8 @@ def _processes(args: argparse.Namespace, *, demo: bool) -> dict[str, list[str]]:
     chosen = {name: command for name, command in every.items() if name not in args.without}
     if demo:
         rate = os.environ.get("DEMO_RATE", "") or "50"
-        chosen["producer"] = [*me, "manage", "demo_producer", "--topic", "orders"]
-        chosen["producer"] += ["--queues", "8", "--rate", rate]
+        chosen["producer"] = [*me, "manage", "demo_producer", "--topic", DEMO_TOPIC]
+        chosen["producer"] += ["--queues", str(DEMO_QUEUES), "--rate", rate]
     return chosen
 
 
