@@ -3,7 +3,7 @@ PY := .venv/bin/python
 export PYTHONPATH := $(CURDIR)
 export DJANGO_SETTINGS_MODULE := lockstep.dashboard.settings
 
-.PHONY: setup setup-test run test test-quick lint audit typecheck format bench wheel
+.PHONY: setup setup-test run test checks suite test-quick lint audit typecheck format bench wheel
 
 setup:
 	@bash bin/setup
@@ -26,16 +26,31 @@ lint: setup-test
 audit: setup-test
 	$(PY) -m pip_audit -r requirements.lock --require-hashes --disable-pip --progress-spinner off
 
-test: setup-test lint audit
+# Tests run in parallel with pytest-xdist: most of them wait (on heartbeats, lock expiry,
+# processes starting), so more workers than cores pays. --dist loadscope hands out whole
+# modules (their module fixtures start once), slow ones first (tests/scheduling.py).
+# TEST_WORKERS=0 runs them in the make process, one after another.
+TEST_WORKERS ?= 4
+XDIST = -n $(TEST_WORKERS) --dist loadscope
+
+# The checks (ruff, mypy, the audit, the Prometheus rules, the deploy files) run beside the
+# tests, not before them: the tests mostly wait, the checks mostly compute. `make test`
+# fails if either does; each line of output is printed whole (--output-sync=line).
+test: setup-test
+	@$(MAKE) --no-print-directory -j 2 --output-sync=line checks suite
+
+checks: lint audit
 	bash bin/check-prometheus-rules
 	$(PY) bin/check-deploy
-	$(PY) -m pytest $(PYTEST_ARGS)
+
+suite: setup-test
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # The inner loop: every test not marked slow (no browser, Spark, Redis Cluster, kills or
-# wheels; tests/conftest.py marks them), in parallel with pytest-xdist. No lint, no audit:
-# `make test` runs everything, as CI does.
+# wheels; tests/conftest.py marks them). No lint, no audit: `make test` runs everything,
+# as CI does.
 test-quick: setup-test
-	$(PY) -m pytest -m "not slow" -n $(or $(QUICK_WORKERS),4) $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not slow" $(XDIST) $(PYTEST_ARGS)
 
 format: setup
 	$(PY) -m ruff check --fix .

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -12,20 +11,37 @@ import redis
 from lockstep.workers.connection import connect
 from tests.support import LocalCluster, redis_cluster, redis_server
 
-TESTS = Path(__file__).resolve().parent
 # Fixtures that start a Redis Cluster, a browser or a Spark session: a test using one is
 # marked for it (and slow) without saying so itself.
 CLUSTER_FIXTURES = frozenset({"local_redis_cluster"})
 BROWSER_FIXTURES = frozenset({"browser", "chromium"})
 SPARK_FIXTURES = frozenset({"spark"})
+# How the tests spread over pytest-xdist's workers: by module, slow ones first.
+pytest_plugins = ["tests.scheduling"]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked ``on_cluster`` (itself or through its module's ``pytestmark``) runs
+    once per backend: ``[standalone]``, and ``[cluster]`` with ``redis_url`` the local Redis
+    Cluster's (see ``redis_url``); ``on_cluster(only=True)`` runs the cluster case alone.
+    The parameter is function-scoped, so a fixture such a test uses that depends on
+    ``redis_url`` must be function-scoped too; unmarked tests keep the session's value."""
+    marker = metafunc.definition.get_closest_marker("on_cluster")
+    if marker is None:
+        return
+    if marker.args or set(marker.kwargs) - {"only"}:
+        raise ValueError(f"{metafunc.definition.nodeid}: on_cluster takes only `only=True`")
+    backends = ["cluster"] if marker.kwargs.get("only") else ["standalone", "cluster"]
+    metafunc.parametrize("redis_url", backends, indirect=True, scope="function")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Markers a test earns by what it uses (README, "Tests"): ``cluster`` (a local Redis
-    Cluster: the cluster packages, or ``redis_on_either``'s cluster case), ``browser``
-    (Chromium), ``spark`` (a Spark session, here or in a process it starts); each of them
-    implies ``slow``, which modules may also declare themselves. ``make test-quick`` runs
-    what is not slow."""
+    Cluster: the ``[cluster]`` case of a test marked ``on_cluster`` or of one using
+    ``redis_on_either``, a test using ``local_redis_cluster``, a module under a ``cluster``
+    folder), ``browser`` (Chromium), ``spark`` (a Spark session, here or in a process it
+    starts); each of them implies ``slow``, which modules may also declare themselves.
+    ``make test-quick`` runs what is not slow."""
     for item in items:
         for name in _earned_markers(item):
             item.add_marker(name)
@@ -36,7 +52,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def _earned_markers(item: pytest.Item) -> set[str]:
     fixtures = set(getattr(item, "fixturenames", ()))
     module = getattr(item, "module", None)
-    parts = item.path.resolve().relative_to(TESTS).parts
+    # The node id's path is relative to the root directory: the folders a test lives in.
+    parts = item.nodeid.split("::", 1)[0].split("/")[:-1]
     earned = set()
     params = getattr(getattr(item, "callspec", None), "params", {})
     if "cluster" in parts or fixtures & CLUSTER_FIXTURES or "cluster" in params.values():
@@ -71,10 +88,36 @@ def standalone_redis_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def redis_url(standalone_redis_url: str) -> str:
-    """The Redis holding Lockstep's data: the standalone server here; the packages
-    ``tests/*/cluster`` override it with a local Redis Cluster's URL."""
-    return standalone_redis_url
+def redis_url(request: pytest.FixtureRequest, standalone_redis_url: str) -> Iterator[str]:
+    """The Redis holding Lockstep's data: the standalone server, except in the ``[cluster]``
+    case of a test marked ``on_cluster`` (``pytest_generate_tests``), where it is the local
+    Redis Cluster's ``redis+cluster://`` URL, and ``REDIS_URL`` in the environment too
+    (handlers, consumers and commands the test starts read it) until the test ends. Celery's
+    broker and the channel layer stay on the standalone server (``dashboard_redis``, and
+    ``CELERY_BROKER_URL``/``CHANNELS_REDIS_URL`` in the environment): neither speaks the
+    cluster protocol."""
+    if getattr(request, "param", "standalone") == "standalone":
+        yield standalone_redis_url
+        return
+    cluster: LocalCluster = request.getfixturevalue("local_redis_cluster")
+    cluster.wait_healthy()
+    environment = {
+        "REDIS_URL": cluster.url,
+        # Child processes (consumers, manage.py commands) load the settings, which refuse
+        # a cluster's REDIS_URL unless the broker and the channel layer are given apart.
+        "CELERY_BROKER_URL": standalone_redis_url,
+        "CHANNELS_REDIS_URL": standalone_redis_url,
+    }
+    before = {name: os.environ.get(name) for name in environment}
+    os.environ.update(environment)
+    try:
+        yield cluster.url
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @pytest.fixture(scope="session")

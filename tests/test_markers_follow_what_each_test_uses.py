@@ -48,17 +48,40 @@ def test_the_quick_set_holds_no_cluster_browser_or_spark_module(quick: set[str])
         if path == Path(__file__).resolve():
             continue
         source = path.read_text(encoding="utf-8")
-        if "playwright" in source or "pyspark" in source or "local_redis_cluster" in source:
+        # The cluster fixture as a (typed) parameter: a pytester project may define a
+        # stand-in of that name.
+        uses_cluster = "local_redis_cluster: " in source
+        if "playwright" in source or "pyspark" in source or uses_cluster:
             assert str(path.relative_to(ROOT)) not in modules, path
+
+
+def _standalone_twin(test_id: str) -> str:
+    """The id of the ``[standalone]`` case of a ``[cluster]`` case (the backend is one of
+    the parameters: ``[cluster]``, ``[cluster-key-continue]``)."""
+    name, _, params = test_id[:-1].rpartition("[")
+    twin = ["standalone" if p == "cluster" else p for p in params.split("-")]
+    return f"{name}[{'-'.join(twin)}]"
 
 
 def test_the_cluster_case_of_a_test_on_either_redis_is_slow_and_the_standalone_one_quick(
     quick: set[str],
 ) -> None:
-    either = {t for t in _collected("cluster") if t.endswith("[cluster]")}
-    assert either, "some test runs on both servers through redis_on_either"
+    """A test marked ``on_cluster`` or using ``redis_on_either`` outside the ``cluster``
+    folders (which hold the cluster-only tests) has both cases: the cluster one is
+    ``cluster``, the standalone one is not, and is quick unless its module says slow."""
+    either = {
+        t
+        for t in _collected("cluster")
+        if "/cluster/" not in t and "cluster" in t.rpartition("[")[2][:-1].split("-")
+    }
+    assert either, "some test runs on both servers (on_cluster, redis_on_either)"
     assert not either & quick
-    assert {t.replace("[cluster]", "[standalone]") for t in either} <= quick
+    twins = {_standalone_twin(t) for t in either}
+    assert twins <= _collected("not cluster")
+    slow_modules = {
+        m for m in _modules(twins) if "pytest.mark.slow" in ROOT.joinpath(m).read_text("utf-8")
+    }
+    assert {t for t in twins if t.split("::", 1)[0] not in slow_modules} <= quick
 
 
 def test_every_slow_marker_set_is_a_subset_of_slow() -> None:

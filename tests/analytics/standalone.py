@@ -128,7 +128,7 @@ def _wait_for_worker(cluster: Cluster, procs: list[subprocess.Popen[bytes]], wor
                 return
         except (urllib.error.URLError, OSError, ValueError):
             pass  # the master's web UI is not up yet
-        time.sleep(0.5)
+        time.sleep(0.1)
     logs = "\n".join(
         f"--- {log.name}\n{log.read_text(errors='replace')[-3000:]}"
         for log in sorted(workdir.glob("*.log"))

@@ -26,16 +26,20 @@ QUICK = Timings(heartbeat_interval_s=0.2, membership_poll_s=0.1)
 
 class FailOn:
     """Fails every attempt of messages whose key is in ``keys`` (raising, like a real
-    handler bug); records the (queue, offset) of every message it handled."""
+    handler bug), counting them in ``failures``; records the (queue, offset) of every
+    message it handled."""
 
     def __init__(self, *failing: str, error: str = "payment service unavailable") -> None:
         self.failing = set(failing)
         self.error = error
         self.handled: set[tuple[int, int]] = set()
+        self.failures = 0
         self._lock = threading.Lock()
 
     def __call__(self, messages: Sequence[Message], ctx: ConsumeContext) -> ConsumeStatus:
         if any(m.key in self.failing for m in messages):
+            with self._lock:
+                self.failures += 1
             raise RuntimeError(self.error)
         with self._lock:
             self.handled.update((m.queue, m.offset) for m in messages)

@@ -16,7 +16,7 @@ from lockstep.workers import create_topic
 from tests.dashboard.helpers import wait_until
 from tests.dashboard.scenarios import FailOn, consuming
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 
 def _consumers(client: Client) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from lockstep.workers import create_topic
 from lockstep.workers import events as ev
 from tests.dashboard.scenarios import FailOn, consuming, ingest_all, ingest_until, write_event
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 
 def _feed(client: Client, query: str = "") -> dict[str, Any]:

@@ -17,7 +17,7 @@ from lockstep.workers.topics import groups_of, register_group
 from tests.dashboard.helpers import per_queue, produce, wait_until
 from tests.dashboard.scenarios import FailOn, consuming, ingest_until
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 URL = "/api/v1/topics/orders/groups/mailer"
 

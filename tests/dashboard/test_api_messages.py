@@ -16,7 +16,7 @@ from lockstep.workers.config import AfterDlq, Ordering
 from tests.dashboard.helpers import produce, wait_until
 from tests.dashboard.scenarios import FailOn, consuming, ingest_until
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 
 def _lookup(client: Client, query: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from django.test import Client
 
 from lockstep.workers import create_topic
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 
 @pytest.mark.parametrize(

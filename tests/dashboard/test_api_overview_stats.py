@@ -27,7 +27,7 @@ from tests.dashboard.scenarios import (
     write_event,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 
 def _stats(client: Client) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from lockstep.workers import events as ev
 from tests.dashboard.helpers import produce, wait_until
 from tests.dashboard.scenarios import FailOn, consuming, ingest_until
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 URL = "/api/v1/topics/orders/queues/0"
 

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import redis
 
 from lockstep.workers.topics import get_topic
+
+pytestmark = pytest.mark.on_cluster
 
 REPO = Path(__file__).resolve().parents[2]
 

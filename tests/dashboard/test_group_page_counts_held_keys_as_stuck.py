@@ -17,7 +17,7 @@ from lockstep.workers.config import AfterDlq, Ordering
 from tests.dashboard.helpers import produce, wait_until
 from tests.dashboard.scenarios import FailOn, consuming
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 STUCK_AFTER_S = 1.0
 

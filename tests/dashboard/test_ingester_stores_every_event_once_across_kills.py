@@ -8,6 +8,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from functools import partial
+from operator import lt
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ pytestmark = pytest.mark.slow
 
 LOAD_SECONDS = 7.0
 KILLS = 2
+PILE_UP = 1000  # events emitted while the ingester is down
 
 
 class EventLoad:
@@ -82,8 +85,11 @@ def test_it_stores_every_event_exactly_once_although_killed_mid_stream(
             )
             web.kill("ingester")  # SIGKILL: no clean-up, maybe mid-transaction
             stored_at_kill.append(web.stored_count())
-            time.sleep(0.3)  # events pile up while it is down
+            # Events pile up while it is down.
+            wait_until(lambda: load.emitted, partial(lt, load.emitted + PILE_UP), timeout=30)
             web.start("ingester", "--batch", "250")
+        # The load's own length is the scenario: it runs on while the last start resumes
+        # (every event emitted must then be caught up, so a longer load costs time).
         time.sleep(max(0.0, LOAD_SECONDS - 2.0))
     total = count_events(redis_client)
     assert total == load.emitted

@@ -20,7 +20,7 @@ from lockstep.workers import create_topic, keys
 from lockstep.workers.refs import QueueRef
 from lockstep.workers.topics import register_group
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 SAMPLE = re.compile(
     r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})? "

@@ -19,7 +19,7 @@ from lockstep.workers.topics import register_group
 from tests.dashboard.deadletters.helpers import add_dead_letter
 from tests.dashboard.test_metrics_endpoint import Family, parse, value_of
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 LIVE, SILENT = "host@1@abc", "host@2@def"
 

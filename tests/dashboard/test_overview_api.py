@@ -14,7 +14,7 @@ from django.test import Client
 from lockstep.workers import create_topic
 from tests.dashboard.helpers import per_queue, produce, running_consumer, wait_until
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 QUEUES = 8
 

@@ -97,7 +97,7 @@ def test_it_keeps_every_process_and_stores_each_message_once(
         lambda: "alert evaluator active" in log.read_text(errors="replace") and _sent(client),
         lambda ready: bool(ready) and ready > 20,
         timeout=180,
-        interval=0.5,
+        interval=0.1,
     )
     assert started and started > 20, f"the demo did not start:\n{log.read_text()[-4000:]}"
     assert not _ended(log), log.read_text()[-4000:]

@@ -192,10 +192,28 @@ def events(client: redis.Redis, *types: str) -> list[dict[str, Any]]:
     return [e for e in out if not types or e["type"] in types]
 
 
+def redis_now_ms(client: redis.Redis) -> int:
+    """Redis's clock in ms, the clock every lock expiry is measured by."""
+    seconds, micros = client.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def wait_for_lock_expiry(client: redis.Redis, ref: QueueRef, group: str) -> None:
+    """Return once Redis's clock has reached the ``expires_at`` the lock of ``ref`` for
+    ``group`` has now: from then on the broker counts that grant expired (lock.lua,
+    _fence.lua). A renewal meanwhile is not followed."""
+    expires_ms = int(client.hget(keys.lock(ref, group), "expires_at") or 0)
+    wait_until(
+        lambda: redis_now_ms(client) >= expires_ms,
+        10 + expires_ms / 1000 - redis_now_ms(client) / 1000,
+        f"Redis's clock to reach the lock's expiry ({expires_ms} ms)",
+        interval=0.01,
+    )
+
+
 def lock_owners(client: redis.Redis, topic: str, group: str, queues: int) -> dict[int, str]:
     """Queue -> owner of every lock that is live now (Redis clock)."""
-    seconds, micros = client.time()
-    now_ms = int(seconds) * 1000 + int(micros) // 1000
+    now_ms = redis_now_ms(client)
     pipe = client.pipeline(transaction=False)
     for q in range(queues):
         pipe.hgetall(keys.lock(QueueRef(topic, q), group))

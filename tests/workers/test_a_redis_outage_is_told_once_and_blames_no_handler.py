@@ -19,7 +19,14 @@ from tests.workers.file_handlers import (
     RECORD_FILE_ENV,
     recorded,
 )
-from tests.workers.harness import ConsumerProcess, body, events, order_violations, wait_until
+from tests.workers.harness import (
+    FAST,
+    ConsumerProcess,
+    body,
+    events,
+    order_violations,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +73,10 @@ def test_it_logs_one_warning_each_way_and_no_handler_error(
             wait_until(partial(_handled, records, group, 50), 30, f"{group} to consume")
 
         server.stop()
-        time.sleep(4)  # longer than the test timings' lock expiry (3 s)
+        # The outage is the scenario: longer than the locks' TTL, so every lock has expired
+        # when Redis is back. Their last renewal came before the stop, so just over one
+        # TTL is enough (the server's start only adds to it).
+        time.sleep(FAST.lock_ttl_s + 0.2)
         server.start()
 
         _send(producer, 40, 20)

@@ -13,6 +13,8 @@ from lockstep.workers import Producer
 from lockstep.workers.errors import ConfigurationError, UnknownTopicError
 from lockstep.workers.topics import create_topic, get_topic, list_topics
 
+pytestmark = pytest.mark.on_cluster
+
 
 def _cut_after(client: redis.Redis, monkeypatch: pytest.MonkeyPatch, command: str) -> None:
     """The connection dies when the creation reaches ``command`` (nothing of it runs)."""

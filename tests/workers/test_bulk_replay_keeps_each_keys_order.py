@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import time
 
+import pytest
 import redis
 
 from lockstep.workers import create_topic, keys
@@ -43,6 +44,7 @@ def _republished(client: redis.Redis, ref: QueueRef) -> list[Message]:
     return [decode_entry(ref, i, f) for i, f in entries(client.xrange(keys.stream(ref)))]
 
 
+@pytest.mark.on_cluster
 def test_it_replays_each_keys_dead_letters_in_their_original_order(
     redis_client: redis.Redis,
 ) -> None:
@@ -71,6 +73,7 @@ def test_it_replays_each_keys_dead_letters_in_their_original_order(
     assert list_dead_letters(redis_client, "orders", GROUP) == []
 
 
+@pytest.mark.on_cluster
 def test_it_stops_at_a_cancel_and_leaves_the_rest_dead(redis_client: redis.Redis) -> None:
     create_topic(redis_client, "orders", 1)
     ref = QueueRef("orders", 0)

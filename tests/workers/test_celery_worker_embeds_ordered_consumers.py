@@ -1,8 +1,8 @@
 """A real Celery worker, started with the Lockstep bootstep, consumes a topic in order.
 
 Its broker is always the suite's standalone redis-server (Celery speaks only to a
-standalone Redis); Lockstep's data is on ``redis_url``, which ``tests/workers/cluster``
-turns into a Redis Cluster."""
+standalone Redis); Lockstep's data is on ``redis_url``, a Redis Cluster in the
+``[cluster]`` case (``on_cluster``)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import redis
 
 from lockstep.workers import Producer, create_topic
 from lockstep.workers.events import read_all_events
+
+pytestmark = pytest.mark.on_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 

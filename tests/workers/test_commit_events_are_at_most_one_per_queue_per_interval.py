@@ -14,7 +14,7 @@ import redis
 from lockstep.workers import events as ev
 from lockstep.workers.events import EventLog
 from lockstep.workers.refs import QueueRef
-from tests.workers.harness import events
+from tests.workers.harness import events, wait_until
 
 FLUSH_S = 0.02
 INTERVAL_S = 0.3
@@ -68,7 +68,9 @@ def test_it_writes_the_first_commit_after_a_quiet_interval_at_the_next_flush(
     try:
         log.committed(QueueRef("orders", 0), "mailer", 1, "c1", 41)
         log.committed(QueueRef("orders", 0), "mailer", 1, "c1", 42)
-        time.sleep(0.3)
+        wait_until(lambda: _commit_events(redis_client), 5, "the first commit event")
+        # Five more flushes: a second event (wrongly for 42) would be written by then.
+        time.sleep(5 * FLUSH_S)
 
         written = _commit_events(redis_client)
     finally:

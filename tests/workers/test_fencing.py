@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import time
-
 import redis
 
 from lockstep.workers import keys
 from lockstep.workers.broker import Broker, CommitOutcome
 from lockstep.workers.refs import QueueRef
+from tests.workers.harness import wait_for_lock_expiry
 
 TOPIC, GROUP, QUEUE = "payments", "ledger", 0
+REF = QueueRef(TOPIC, QUEUE)
 
 
 def _lock(broker: Broker, owner: str, ttl_s: float = 30.0) -> int:
@@ -22,7 +22,7 @@ def test_it_rejects_a_commit_with_a_stale_fencing_token(redis_client: redis.Redi
     broker = Broker(redis_client)
     stale = _lock(broker, "paused-consumer", ttl_s=0.2)
     assert broker.commit(QueueRef(TOPIC, QUEUE), GROUP, "paused-consumer", stale, 5).ok
-    time.sleep(0.3)  # the paused consumer's lock expires on the broker...
+    wait_for_lock_expiry(redis_client, REF, GROUP)  # the paused consumer's lock expires...
     successor = _lock(broker, "successor")  # ...and the queue is granted to another
     assert successor > stale
 
@@ -40,7 +40,7 @@ def test_it_rejects_a_commit_after_the_lock_expired_even_if_nobody_took_it(
 ) -> None:
     broker = Broker(redis_client)
     token = _lock(broker, "slow-consumer", ttl_s=0.2)
-    time.sleep(0.3)
+    wait_for_lock_expiry(redis_client, REF, GROUP)
 
     late = broker.commit(QueueRef(TOPIC, QUEUE), GROUP, "slow-consumer", token, 3)
 
@@ -80,7 +80,7 @@ def test_it_does_not_let_a_stale_token_release_the_successors_lock(
 ) -> None:
     broker = Broker(redis_client)
     stale = _lock(broker, "consumer-a", ttl_s=0.2)
-    time.sleep(0.3)
+    wait_for_lock_expiry(redis_client, REF, GROUP)
     renewed = _lock(broker, "consumer-a")  # an expired lock comes back with a new token
     assert renewed > stale
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import redis
 
 from lockstep.workers import keys
@@ -18,6 +19,8 @@ from lockstep.workers.inspect import (
     redis_now_ms,
 )
 from lockstep.workers.refs import QueueRef
+
+pytestmark = pytest.mark.on_cluster
 
 
 def _snapshot(state: str, retries: int = 0) -> QueueSnapshot:

@@ -4,6 +4,7 @@ script, removed by discard."""
 
 from __future__ import annotations
 
+import pytest
 import redis
 
 from lockstep.workers import create_topic
@@ -19,6 +20,8 @@ from lockstep.workers.inspect import (
 )
 from lockstep.workers.refs import QueueRef
 from lockstep.workers.topics import register_group
+
+pytestmark = pytest.mark.on_cluster
 
 
 def _dead_letter(client: redis.Redis, ref: QueueRef, group: str, offset: int, key: str) -> str:

@@ -4,6 +4,7 @@ and the key's release after a discard."""
 
 from __future__ import annotations
 
+import pytest
 import redis
 
 from lockstep.workers import create_topic
@@ -13,6 +14,8 @@ from lockstep.workers.dead_letters import discard
 from lockstep.workers.inspect import held_keys, holds, parked_messages, parked_offsets, redis_now_ms
 from lockstep.workers.message import Message, serialize
 from lockstep.workers.refs import QueueRef
+
+pytestmark = pytest.mark.on_cluster
 
 GROUP = "mailer"
 

@@ -3,11 +3,14 @@ retrying by it): the key of that very entry, or "" when the stream has no such e
 
 from __future__ import annotations
 
+import pytest
 import redis
 
 from lockstep.workers import Producer, create_topic, keys
 from lockstep.workers.inspect import key_at
 from lockstep.workers.refs import QueueRef
+
+pytestmark = pytest.mark.on_cluster
 
 REF = QueueRef("orders", 0)
 

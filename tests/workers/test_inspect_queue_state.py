@@ -14,6 +14,8 @@ from lockstep.workers.inspect import QueueState, queue_of, queue_state, redis_no
 from lockstep.workers.refs import QueueRef
 from lockstep.workers.topics import register_group
 
+pytestmark = pytest.mark.on_cluster
+
 REF = QueueRef("orders", 1)
 
 

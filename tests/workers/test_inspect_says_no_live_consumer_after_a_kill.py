@@ -13,6 +13,8 @@ from lockstep.workers.refs import QueueRef
 from tests.workers.conftest import SpawnConsumer
 from tests.workers.harness import FAST, wait_until
 
+pytestmark = pytest.mark.on_cluster
+
 TOPIC, GROUP = "orders", "mailer"
 
 

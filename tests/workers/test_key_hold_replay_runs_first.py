@@ -4,6 +4,7 @@ order; a replayed message that fails again is dead-lettered again and holds its 
 
 from __future__ import annotations
 
+import pytest
 import redis
 
 from lockstep.workers import Producer, create_topic, keys
@@ -21,6 +22,8 @@ from tests.workers.harness import (
     parked_offsets,
     wait_until,
 )
+
+pytestmark = pytest.mark.on_cluster
 
 TOPIC, GROUP = "orders", "billing-replay"
 HELD, OTHER = "order-1", "order-2"

@@ -82,6 +82,8 @@ def test_it_keeps_parked_messages_through_a_consumer_restart_and_runs_them_on_di
         10,
         "the second consumer to commit past the parked messages",
     )
+    # Nothing may run while the key is held: watch five of the consumer's polls
+    # (poll_block_s 0.1 s), the time it would need to (wrongly) run a parked message.
     time.sleep(0.5)
     records = handled(redis_client)
     assert [r["s"] for r in records if r["k"] == OTHER] == [0, 1]

@@ -29,7 +29,7 @@ from tests.workers.harness import (
     wait_until,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.on_cluster]
 
 TOPIC, GROUP, QUEUES = "orders", "ledger-keys", 8
 KEYS, PER_KEY = 400, 30  # 12,000 messages

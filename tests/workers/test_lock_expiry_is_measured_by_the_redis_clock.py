@@ -13,14 +13,21 @@ import redis
 from lockstep.workers import Consumer, Producer, Subscription, create_topic
 from lockstep.workers.broker import Broker
 from lockstep.workers.refs import QueueRef
-from tests.workers.harness import FAST, RECORD_HANDLER, handled_count, lock_owners, wait_until
+from tests.workers.harness import (
+    FAST,
+    RECORD_HANDLER,
+    handled_count,
+    lock_owners,
+    redis_now_ms,
+    wait_for_lock_expiry,
+    wait_until,
+)
 
 REF = QueueRef("orders", 0)
 
 
-def _redis_now_ms(client: redis.Redis) -> int:
-    seconds, micros = client.time()
-    return int(seconds) * 1000 + int(micros) // 1000
+def _lock_field(client: redis.Redis, queue: int, field: str) -> int:
+    return int(client.hget(f"ls:{{orders:{queue}}}:lock:billing", field) or 0)
 
 
 @pytest.fixture
@@ -35,12 +42,12 @@ def test_it_stamps_the_expiry_from_redis_time_whatever_the_client_clock(
     redis_client: redis.Redis, skewed_clock: None
 ) -> None:
     broker = Broker(redis_client)
-    before = _redis_now_ms(redis_client)
+    before = redis_now_ms(redis_client)
     [grant] = broker.lock_batch([REF], "billing", "fast-clock", ttl_s=2.0)
-    after = _redis_now_ms(redis_client)
+    after = redis_now_ms(redis_client)
 
     assert grant.token == 1
-    expires = int(redis_client.hget("ls:{orders:0}:lock:billing", "expires_at") or 0)
+    expires = _lock_field(redis_client, 0, "expires_at")
     assert before + 2000 <= expires <= after + 2000
 
 
@@ -51,7 +58,7 @@ def test_it_refuses_a_live_lock_and_frees_an_expired_one_by_redis_time(
     broker.lock_batch([REF], "billing", "holder", ttl_s=1.0)
 
     [refused] = broker.lock_batch([REF], "billing", "other", ttl_s=1.0)
-    time.sleep(1.2)
+    wait_for_lock_expiry(redis_client, REF, "billing")
     [granted] = broker.lock_batch([REF], "billing", "other", ttl_s=1.0)
 
     assert refused.token == 0, "a client an hour ahead must not see the lock as expired"
@@ -72,7 +79,15 @@ def test_a_consumer_with_a_skewed_clock_holds_and_renews_its_queues(
     producer = Producer(redis_url)
     try:
         wait_until(lambda: len(lock_owners(redis_client, "orders", "billing", 2)) == 2, 10, "locks")
-        time.sleep(FAST.lock_ttl_s * 2)  # several renewals past the first TTL
+        # Past the first grants' expiry by Redis's clock (several renewals, one per
+        # lock_renew_interval_s): only renewals can have kept the locks.
+        granted_ms = max(_lock_field(redis_client, q, "granted_at") for q in range(2))
+        first_expiry_ms = granted_ms + int(FAST.lock_ttl_s * 1000)
+        wait_until(
+            lambda: redis_now_ms(redis_client) > first_expiry_ms,
+            FAST.lock_ttl_s + 10,
+            "Redis's clock to pass the first grants' expiry",
+        )
         for n in range(20):
             producer.send("orders", f"k-{n}", b'{"seq": 0}')
         wait_until(lambda: handled_count(redis_client) >= 20, 10, "20 messages handled")

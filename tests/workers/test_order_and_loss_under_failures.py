@@ -34,7 +34,7 @@ from tests.workers.harness import (
     wait_until,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.on_cluster]
 
 TOPIC, GROUP, QUEUES = "orders", "ledger", 8
 KEYS, PER_KEY = 500, 40  # 20,000 messages
@@ -42,8 +42,6 @@ KEYS, PER_KEY = 500, 40  # 20,000 messages
 # while there is still a backlog to consume.
 SEND_BATCH, SEND_BATCH_INTERVAL_S = 40, 0.05
 SLOW_KEY, SLOW_HANDLER_S = "order-slow", 3.0
-# Frozen this long the consumer's locks have expired (lock_ttl_s) and been re-granted.
-FREEZE_S = FAST.lock_ttl_s + 2.5
 
 
 def _produce(producer: Producer, sends: list[str], sent: Counter[str]) -> None:
@@ -78,6 +76,25 @@ def _freeze_the_consumer_in_the_slow_handler(
     frozen.signal(signal.SIGSTOP)
     assert claim["pid"] == frozen.pid
     return frozen
+
+
+def _wait_until_its_locks_are_regranted(client: redis.Redis, frozen: ConsumerProcess) -> None:
+    """Wait until every queue the frozen consumer held (the slow message's among them) has
+    a live lock of another consumer: its own locks expired (lock_ttl_s after its last
+    renewal) and were granted again under a new token."""
+    slow_queue = json.loads(client.get(SLOW_CLAIM) or "{}")["queue"]
+    owners = lock_owners(client, TOPIC, GROUP, QUEUES)
+    held = {q for q, owner in owners.items() if owner == frozen.consumer_id} | {slow_queue}
+
+    def still_held() -> set[int]:
+        now = lock_owners(client, TOPIC, GROUP, QUEUES)
+        return {q for q in held if now.get(q, frozen.consumer_id) == frozen.consumer_id}
+
+    wait_until(
+        lambda: not still_held(),
+        FAST.lock_ttl_s + 30,
+        lambda: f"queues {still_held()} of {frozen.consumer_id} to be granted to another",
+    )
 
 
 # Queue ordering commits the handled position on an interval (the default) or after every
@@ -115,7 +132,7 @@ def test_it_keeps_every_key_in_order_and_loses_nothing_through_kill_pause_and_jo
 
         survivors = {cid: p for cid, p in first.items() if p is not killed}
         frozen = _freeze_the_consumer_in_the_slow_handler(redis_client, producer, sent, survivors)
-        time.sleep(FREEZE_S)
+        _wait_until_its_locks_are_regranted(redis_client, frozen)
         frozen.signal(signal.SIGCONT)
 
         joiner = spawn_consumer(TOPIC, GROUP, "ol-d", *args, env=env)

@@ -4,7 +4,6 @@ for LOCKSTEP_IDEMPOTENCY_TTL_SECONDS; after that the key is forgotten."""
 
 from __future__ import annotations
 
-import time
 from typing import cast
 
 import pytest
@@ -14,6 +13,7 @@ from lockstep.workers import InvalidMessageError, Producer, create_topic, keys
 from lockstep.workers.hashing import queue_for_key
 from lockstep.workers.message import IDEMPOTENCY_KEY_HEADER, decode_entry
 from lockstep.workers.refs import QueueRef
+from tests.workers.harness import wait_until
 
 TOPIC = "payments"
 
@@ -60,7 +60,7 @@ def test_it_keeps_the_record_for_the_configured_time_and_then_stores_again(
         first = producer.send(TOPIC, "card-7", b"charge 12.00", idempotency_key="charge-1")
         record = keys.idempotency(QueueRef(TOPIC, first.queue), "charge-1")
         ttl_ms = int(redis_client.pttl(record))
-        time.sleep(1.1)
+        wait_until(lambda: not redis_client.exists(record), 10, "the record to expire")
         after_expiry = producer.send(TOPIC, "card-7", b"charge 12.00", idempotency_key="charge-1")
     finally:
         producer.close()

@@ -4,6 +4,7 @@ interval, and a queue is never consumed by two consumers at the same time."""
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 import time
 from collections import Counter, defaultdict
@@ -13,12 +14,14 @@ import redis
 
 from lockstep.workers import Producer, create_topic
 from tests.workers.conftest import SpawnConsumer
+from tests.workers.handlers import HANDLED
 from tests.workers.harness import (
     FAST,
     body,
     events,
     fully_committed,
     handled,
+    handled_count,
     lock_owners,
     order_violations,
     overlapping_handlings,
@@ -58,19 +61,34 @@ def _settles_to(client: redis.Redis, expected: dict[str, list[int]], since: floa
     return time.monotonic() - since
 
 
+def _handles_every_queue(client: redis.Redis, expected: dict[str, list[int]]) -> None:
+    """Wait until, from now on, each consumer has handled a message on each of its queues
+    in ``expected``: traffic flows through every queue before the next change."""
+    start = handled_count(client)
+
+    def missing() -> set[tuple[str, int]]:
+        seen = {(r["c"], r["q"]) for r in map(json.loads, client.lrange(HANDLED, start, -1))}
+        return {(c, q) for c, queues in expected.items() for q in queues} - seen
+
+    wait_until(lambda: not missing(), 30, lambda: f"handlings of (consumer, queue) {missing()}")
+
+
 def test_it_spreads_queues_evenly_as_consumers_join_and_leave(
     redis_client: redis.Redis, producer: Producer, spawn_consumer: SpawnConsumer
 ) -> None:
     create_topic(redis_client, TOPIC, QUEUES)
     env = {"LOCKSTEP_TEST_MAX_DELAY_MS": "2"}
+    one = {"rb-a": list(range(8))}
+    three = {"rb-a": [0, 1, 2], "rb-b": [3, 4, 5], "rb-c": [6, 7]}
+    two = {"rb-a": [0, 1, 2, 3], "rb-b": [4, 5, 6, 7]}
     a = spawn_consumer(TOPIC, GROUP, "rb-a", env=env)
-    _settles_to(redis_client, {"rb-a": list(range(8))}, time.monotonic())
+    _settles_to(redis_client, one, time.monotonic())
     sent: Counter[str] = Counter()
     stop = threading.Event()
     sending = threading.Thread(target=_produce_until, args=(stop, producer, sent))
     sending.start()
     try:
-        time.sleep(1.0)
+        _handles_every_queue(redis_client, one)
         b = spawn_consumer(TOPIC, GROUP, "rb-b", env=env)
         c = spawn_consumer(TOPIC, GROUP, "rb-c", env=env)
         wait_until(
@@ -78,15 +96,13 @@ def test_it_spreads_queues_evenly_as_consumers_join_and_leave(
             30,
             "rb-b and rb-c to join",
         )
-        joined = _settles_to(
-            redis_client, {"rb-a": [0, 1, 2], "rb-b": [3, 4, 5], "rb-c": [6, 7]}, time.monotonic()
-        )
-        time.sleep(1.0)
+        joined = _settles_to(redis_client, three, time.monotonic())
+        _handles_every_queue(redis_client, three)
         left_at = time.monotonic()
         exit_code = c.stop()  # graceful: finish the message, commit, unlock, leave
         assert exit_code == 0, c.output()
-        left = _settles_to(redis_client, {"rb-a": [0, 1, 2, 3], "rb-b": [4, 5, 6, 7]}, left_at)
-        time.sleep(1.0)
+        left = _settles_to(redis_client, two, left_at)
+        _handles_every_queue(redis_client, two)
     finally:
         stop.set()
         sending.join()

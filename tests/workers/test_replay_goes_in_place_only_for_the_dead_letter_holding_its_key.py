@@ -4,6 +4,7 @@ hold stays with the dead letter that owns it (a replay never releases another's 
 
 from __future__ import annotations
 
+import pytest
 import redis
 
 from lockstep.workers import create_topic, keys
@@ -13,6 +14,8 @@ from lockstep.workers.dead_letters import ReplayOutcome, replay
 from lockstep.workers.inspect import holds, parked_messages
 from lockstep.workers.message import Message
 from lockstep.workers.refs import QueueRef
+
+pytestmark = pytest.mark.on_cluster
 
 GROUP, KEY = "mailer", "order-5"
 SUB = Subscription("orders", GROUP, "h.h", ordering=Ordering.KEY, after_dlq=AfterDlq.HOLD)

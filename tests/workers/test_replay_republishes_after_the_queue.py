@@ -17,6 +17,8 @@ from tests.workers.conftest import StartConsumer
 from tests.workers.handlers import fail_flag
 from tests.workers.harness import body, events, fully_committed, handled, wait_until
 
+pytestmark = pytest.mark.on_cluster
+
 TOPIC = "orders"
 KEY, OTHER = "order-1", "order-2"
 

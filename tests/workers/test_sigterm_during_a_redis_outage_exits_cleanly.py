@@ -42,7 +42,9 @@ def test_it_exits_zero_within_the_shutdown_timeout_and_loses_nothing(tmp_path: P
     try:
         wait_until(lambda: len(recorded(records)) > 40, 30, "consumption to start")
         server.stop()
-        time.sleep(1)
+        wait_until(
+            lambda: "Redis is unreachable" in first.output(), 30, "the consumer to meet the outage"
+        )
         asked = time.monotonic()
         code = first.stop(timeout=SHUTDOWN_TIMEOUT_S + 10)
         took = time.monotonic() - asked

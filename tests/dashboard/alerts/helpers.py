@@ -18,7 +18,7 @@ def evaluate_until(
     client: redis.Redis,
     found: Callable[[], Alert | None],
     timeout: float = 30.0,
-    interval: float = 0.5,
+    interval: float = 0.1,
     evaluator: Evaluator | None = None,
     sample: bool = False,
 ) -> Alert:

@@ -24,7 +24,7 @@ from tests.dashboard.alerts.helpers import evaluate_until, unresolved
 from tests.dashboard.helpers import produce, wait_until
 from tests.workers.harness import ConsumerProcess
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.on_cluster]
 
 HEARTBEAT_TIMEOUT_S = 2.0
 UNOWNED_AFTER_S = 3.0

@@ -18,7 +18,7 @@ from tests.dashboard.alerts.helpers import evaluate_until, unresolved
 from tests.dashboard.helpers import produce, wait_until
 from tests.dashboard.scenarios import FailOn, consuming, ingest_all
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.on_cluster]
 
 STUCK_AFTER_S = 3.0
 
@@ -40,7 +40,7 @@ def test_it_raises_queue_stuck_and_resolves_after_the_fix(
             redis_client,
             unresolved("queue_stuck"),
             timeout=30,
-            interval=0.5,
+            interval=0.1,
             evaluator=evaluator,
             sample=True,
         )
@@ -69,6 +69,6 @@ def test_it_raises_queue_stuck_and_resolves_after_the_fix(
             evaluator.tick()
             return Alert.objects.exclude(state="resolved").count()
 
-        wait_until(open_count, lambda n: n == 0, timeout=20, interval=0.3)
+        wait_until(open_count, lambda n: n == 0, timeout=20, interval=0.1)
     assert Alert.objects.filter(rule="queue_stuck").count() == 1
     assert Alert.objects.get(rule="queue_stuck").resolved_at is not None

@@ -1,17 +1,21 @@
-"""The package's tests really run on the cluster: the dashboard's Redis client (built from
-``settings.REDIS_URL``) is a cluster client, and what a topic writes lands on more than
-one master, so a command over keys in several slots would be refused there; Celery's
-broker and the channel layer stay on the standalone server."""
+"""The cluster case of a test marked ``on_cluster`` really runs on the cluster: the
+dashboard's Redis client (built from ``settings.REDIS_URL``) is a cluster client, and what
+a topic writes lands on more than one master, so a command over keys in several slots
+would be refused there; Celery's broker and the channel layer stay on the standalone
+server."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import redis
 
 from lockstep.dashboard.monitor.redis_conn import get_redis
 from lockstep.workers import create_topic
 from lockstep.workers.connection import cluster_of, is_cluster
+
+pytestmark = pytest.mark.on_cluster(only=True)
 
 
 def test_the_dashboard_reads_lockstep_data_from_the_cluster(

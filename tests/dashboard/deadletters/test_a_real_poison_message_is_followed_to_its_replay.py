@@ -22,7 +22,7 @@ from lockstep.workers.refs import QueueRef
 from tests.dashboard.helpers import wait_until
 from tests.dashboard.scenarios import FailOn, consuming, ingest_all
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 TOPIC, GROUP, POISON, OTHER = "orders", "billing", "order-13", "order-14"
 OPTIONS: dict[str, Any] = {

@@ -28,7 +28,7 @@ from tests.dashboard.deadletters.action_helpers import (
 from tests.dashboard.helpers import wait_until
 from tests.dashboard.scenarios import FailOn, consuming
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 
 @pytest.fixture(autouse=True)

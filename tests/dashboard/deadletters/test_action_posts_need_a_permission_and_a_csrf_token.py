@@ -27,7 +27,7 @@ from tests.dashboard.deadletters.action_helpers import (
     replayed_messages,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 CANCEL_PATH = "/api/v1/dead-letter-requests/{}/cancel"
 

@@ -24,7 +24,7 @@ from tests.dashboard.deadletters.action_helpers import ACTIONS_PATH, GROUP, TOPI
 from tests.dashboard.helpers import wait_until
 from tests.dashboard.scenarios import FailOn, consuming
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 POISON = "order-13"
 OPTIONS: dict[str, Any] = {

@@ -15,7 +15,7 @@ from django.test import Client
 from lockstep.dashboard.deadletters.sync import sync_all
 from tests.dashboard.deadletters.helpers import T0_MS, add_dead_letter, make_group
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 URL = "/api/v1/groups/billing/dead-letters.jsonl"
 

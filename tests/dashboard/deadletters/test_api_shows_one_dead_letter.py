@@ -16,7 +16,7 @@ from lockstep.dashboard.deadletters.present import BODY_HEX_LIMIT, BODY_TEXT_LIM
 from lockstep.workers.message import REPLAY_OF_HEADER
 from tests.dashboard.deadletters.helpers import T0_MS, add_dead_letter, attempt, make_group, synced
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 
 def _show(client: Client, record: DeadLetter, status: int = 200) -> dict[str, Any]:

@@ -132,7 +132,7 @@ def _start_worker(web: WebSide, tmp_path: Path) -> subprocess.Popen[bytes]:
         if worker.poll() is not None or time.monotonic() > deadline:
             worker.kill()
             raise RuntimeError(f"celery worker did not start:\n{log_path.read_text()}")
-        time.sleep(0.2)
+        time.sleep(0.05)
     return worker
 
 
@@ -169,7 +169,9 @@ def test_it_replays_500_in_order_shows_progress_and_a_cancel_leaves_the_rest_dea
         actions, {"action": "replay", "request_id": "bulk-replay-1", "filter": {}}
     )
     seen: list[int] = []
+    deadline = time.monotonic() + 60
     while (state := browser.get(submitted["status_url"]))["done"] < CANCEL_AFTER:
+        assert time.monotonic() < deadline, f"the request never reached {CANCEL_AFTER}: {state}"
         seen.append(state["done"])
         time.sleep(0.05)
     cancel_code, _ = browser.post(f"{submitted['status_url']}/cancel", {})

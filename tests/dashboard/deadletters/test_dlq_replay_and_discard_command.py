@@ -23,7 +23,7 @@ from tests.dashboard.deadletters.action_helpers import (
     replayed_messages,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,7 @@ from lockstep.dashboard.deadletters.models import DeadLetter
 from lockstep.dashboard.deadletters.sync import sync_all
 from tests.dashboard.deadletters.helpers import T0_MS, add_dead_letter, make_group
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 
 def _ids(html: str) -> list[int]:

@@ -13,7 +13,7 @@ from django.test import Client
 
 from tests.dashboard.deadletters.helpers import add_dead_letter, make_group, synced
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 ACTION_CONTROLS = (
     'id="replay-selected"',

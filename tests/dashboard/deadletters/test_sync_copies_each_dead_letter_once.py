@@ -14,7 +14,7 @@ from lockstep.dashboard.deadletters.sync import sync_all, sync_dead_letters
 from lockstep.workers.config import AfterDlq, Ordering
 from tests.dashboard.deadletters.helpers import T0_MS, add_dead_letter, attempt, make_group
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 
 def test_it_stores_each_dead_letter_once_however_often_it_runs(

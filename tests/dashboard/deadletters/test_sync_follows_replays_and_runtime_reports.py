@@ -14,7 +14,7 @@ from lockstep.workers.message import ORIGINAL_OFFSET_HEADER, REPLAY_ID_HEADER, R
 from tests.dashboard.deadletters.helpers import T0_MS, add_dead_letter, make_group
 from tests.dashboard.scenarios import ingest_all, write_event
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 
 def _history(record: DeadLetter) -> list[tuple[str, str, str]]:

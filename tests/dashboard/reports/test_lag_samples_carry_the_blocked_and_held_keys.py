@@ -21,7 +21,7 @@ from tests.dashboard.scenarios import FailOn, consuming, ingest_until
 
 __all__ = ["analytics_uri"]
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 RETRY_QUICKLY: dict[str, Any] = {"retry_initial_ms": 20, "retry_max_ms": 40}
 

@@ -18,7 +18,7 @@ from tests.dashboard.reports.writing import analytics_uri, files, producer, rows
 
 __all__ = ["analytics_uri", "producer"]
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 
 def test_it_writes_one_row_per_message_of_every_queue_of_every_topic(

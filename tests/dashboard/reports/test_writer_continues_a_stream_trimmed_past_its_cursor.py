@@ -16,7 +16,7 @@ from tests.dashboard.reports.writing import analytics_uri, producer, rows
 
 __all__ = ["analytics_uri", "producer"]
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 QUEUE = QueueRef("orders", 0)
 

@@ -13,7 +13,7 @@ from tests.dashboard.reports.writing import analytics_uri, files, ms_of, store
 
 __all__ = ["analytics_uri"]
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 
 def test_it_writes_nothing_while_another_call_holds_the_lock(

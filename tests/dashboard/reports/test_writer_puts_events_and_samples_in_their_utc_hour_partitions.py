@@ -14,7 +14,7 @@ from tests.dashboard.reports.writing import analytics_uri, ms_of, rows, rows_by_
 
 __all__ = ["analytics_uri"]
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 LAST_MS_OF_DAY = ms_of("2024-03-09T23:59:59.999")
 MIDNIGHT = ms_of("2024-03-10T00:00:00")

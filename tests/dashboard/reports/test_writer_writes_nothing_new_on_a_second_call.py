@@ -15,7 +15,7 @@ from tests.dashboard.reports.writing import analytics_uri, files, ms_of, produce
 
 __all__ = ["analytics_uri", "producer"]
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 NOON = ms_of("2024-03-10T12:00:00")
 NOTHING = {"messages": 0, "events": 0, "samples": 0}

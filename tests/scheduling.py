@@ -1,0 +1,56 @@
+"""How the suite spreads over pytest-xdist's workers: ``make test`` runs it with ``-n``
+workers and ``--dist loadscope`` (README, "Tests"), scheduled here.
+
+- The unit of work is a test module: its module-scoped fixtures (a browser and a daphne,
+  a private redis-server) start once, on one worker. The wheel's tests (``tests/install``)
+  are one unit, as they share the wheel and its virtual environments.
+- Slow tests start first: a test of a minute begun when everything else is done would
+  leave the other workers idle. Units are handed out in collection order.
+
+(pytest-xdist's own ``xdist_group`` marker cannot do this: its worker side renames node
+ids through an attribute pytest 9 no longer reads.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from xdist.scheduler import LoadScopeScheduling
+
+# Folders whose modules share a session fixture that takes long to make: one unit each.
+SHARED_FOLDERS = ("tests/install/",)
+
+
+class ModuleScheduling(LoadScopeScheduling):
+    """pytest-xdist's scope scheduling with a module, or a shared folder, as the scope,
+    and the scopes in collection order."""
+
+    def __init__(self, config: pytest.Config, log: Any = None) -> None:
+        super().__init__(config, log)
+        # Collection order already puts the slow units first; sorting the units by their
+        # number of tests (xdist's default) would start a hundred quick ones instead.
+        config.option.loadscopereorder = False
+
+    def _split_scope(self, nodeid: str) -> str:
+        path = nodeid.split("::", 1)[0]
+        for folder in SHARED_FOLDERS:
+            if path.startswith(folder):
+                return folder
+        return path
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LoadScopeScheduling | None:
+    """``--dist loadscope`` schedules by module (``ModuleScheduling``); any other mode is
+    pytest-xdist's own."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    return ModuleScheduling(config, log)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the slow tests first, once every other hook has ordered and marked them (a
+    stable sort: each module keeps its order)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
