@@ -2,11 +2,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from importlib import import_module
 from types import ModuleType
 from typing import Any
 
 import pytest
 import redis
+from django.apps import apps as django_apps
+from django.db.models.signals import post_migrate
 
 from lockstep.workers.connection import connect
 from tests.support import LocalCluster, redis_cluster, redis_server
@@ -18,6 +21,31 @@ BROWSER_FIXTURES = frozenset({"browser", "chromium"})
 SPARK_FIXTURES = frozenset({"spark"})
 # How the tests spread over pytest-xdist's workers: by module, slow ones first.
 pytest_plugins = ["tests.scheduling"]
+# The data migrations that make the roles (groups and their permissions).
+ROLE_MIGRATIONS = (
+    ("lockstep.dashboard.deadletters.migrations.0002_roles", "create_roles"),
+    ("lockstep.dashboard.alerts.migrations.0002_roles", "grant"),
+    ("lockstep.dashboard.reports.migrations.0003_run_analytics_permission", "grant"),
+)
+
+
+def make_roles(apps: Any) -> None:
+    """Make the roles as the data migrations make them (idempotent)."""
+    for module, function in ROLE_MIGRATIONS:
+        getattr(import_module(module), function)(apps, None)
+
+
+def _roles_after_a_flush(sender: Any, apps: Any = None, **kwargs: Any) -> None:
+    """The flush that ends every transactional test removes the rows the data migrations
+    made, and sends ``post_migrate`` as a ``migrate`` does: the roles are made again, so
+    a test that runs after a transactional one on the same worker (pytest-xdist hands
+    out modules in any order) finds the database as ``migrate`` left it."""
+    if sender.name == "lockstep.dashboard.alerts":
+        # A flush sends no ``apps`` (a migrate sends the migrated state's): the models.
+        make_roles(apps or django_apps)
+
+
+post_migrate.connect(_roles_after_a_flush, dispatch_uid="lockstep-tests-roles")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -3,7 +3,8 @@ workers and ``--dist loadscope`` (README, "Tests"), scheduled here.
 
 - The unit of work is a test module: its module-scoped fixtures (a browser and a daphne,
   a private redis-server) start once, on one worker. The wheel's tests (``tests/install``)
-  are one unit, as they share the wheel and its virtual environments.
+  are one unit, as they share the wheel and its virtual environments; so are the
+  analytics tests on the in-process Spark session (``tests/analytics``).
 - Slow tests start first: a test of a minute begun when everything else is done would
   leave the other workers idle. Units are handed out in collection order.
 
@@ -18,8 +19,18 @@ from typing import Any
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
-# Folders whose modules share a session fixture that takes long to make: one unit each.
-SHARED_FOLDERS = ("tests/install/",)
+# Folders whose modules share a session fixture that takes long to make: one unit each
+# (the wheel and its virtual environments; the in-process Spark session, a JVM of 2 GB
+# that four workers would otherwise start four times).
+SHARED_FOLDERS = ("tests/install/", "tests/analytics/")
+# Modules of those folders that start their own processes (Spark masters and workers, a
+# benchmark) instead of using the shared fixture: units of their own, run beside the rest.
+OWN_UNITS = frozenset(
+    {
+        "tests/analytics/test_job_on_a_standalone_cluster.py",
+        "tests/analytics/test_benchmark_analytics_reports_json.py",
+    }
+)
 
 
 class ModuleScheduling(LoadScopeScheduling):
@@ -34,6 +45,8 @@ class ModuleScheduling(LoadScopeScheduling):
 
     def _split_scope(self, nodeid: str) -> str:
         path = nodeid.split("::", 1)[0]
+        if path in OWN_UNITS:
+            return path
         for folder in SHARED_FOLDERS:
             if path.startswith(folder):
                 return folder

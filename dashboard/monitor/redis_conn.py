@@ -44,10 +44,18 @@ def channel_layer_outage() -> Outage:
     record would end and reopen the outage at every push)."""
     layers: dict[str, Any] = settings.CHANNEL_LAYERS
     hosts = layers.get("default", {}).get("CONFIG", {}).get("hosts") or [settings.REDIS_URL]
-    url = str(hosts[0])
+    url = _layer_address(hosts[0])
     if url == settings.REDIS_URL:
         return redis_outage
     return _other_outages.setdefault(url, Outage())
+
+
+def _layer_address(host: Any) -> str:
+    """A channels_redis host's server: the host itself (a URL), or its ``address`` when
+    it is a dict of connection options (settings.CHANNEL_LAYERS gives timeouts that way)."""
+    if isinstance(host, dict):
+        host = host.get("address", host)
+    return str(host)
 
 
 def skipped_during_redis_outage(task: Callable[P, R]) -> Callable[P, R | str]:

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from importlib import import_module
-
 import pytest
 from django.contrib.auth.models import User
+
+from tests.conftest import make_roles
 
 VIEWER_PASSWORD = "viewer-password-1"
 
@@ -16,14 +16,8 @@ def viewer(django_user_model: type[User]) -> User:
 
 @pytest.fixture
 def roles(transactional_db: None) -> None:
-    """The role groups and their permissions, made again as the data migrations make them:
-    the flush after every transactional test removes them (``serialized_rollback`` cannot
-    restore them once another transactional test ran: the flush's re-created content
-    types collide with the serialized ones)."""
+    """The role groups and their permissions, made again as the data migrations make them
+    (``tests/conftest.py`` also makes them after every flush)."""
     from django.apps import apps
 
-    import_module("lockstep.dashboard.deadletters.migrations.0002_roles").create_roles(apps, None)
-    import_module("lockstep.dashboard.alerts.migrations.0002_roles").grant(apps, None)
-    import_module("lockstep.dashboard.reports.migrations.0003_run_analytics_permission").grant(
-        apps, None
-    )
+    make_roles(apps)

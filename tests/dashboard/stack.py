@@ -141,15 +141,17 @@ class Site:
         return path.read_text(errors="replace") if path.exists() else ""
 
     def _wait_for_http(self) -> None:
-        deadline = time.monotonic() + 20
+        # Daphne's start-up (Django and its apps) and its first page take seconds, many
+        # more on a loaded machine: a first answer slower than a try's timeout is retried.
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.procs["web"].poll() is not None:
                 raise RuntimeError(f"daphne exited:\n{self.log('web')}")
             try:
-                with urllib.request.urlopen(f"{self.url}/login/", timeout=1) as response:
+                with urllib.request.urlopen(f"{self.url}/login/", timeout=5) as response:
                     if response.status == 200:
                         return
-            except (urllib.error.URLError, ConnectionError):
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
                 time.sleep(0.1)
         raise RuntimeError(f"daphne did not answer:\n{self.log('web')}")
 

@@ -3,31 +3,47 @@ refuses writes for a while: it backs off (0.5 s, doubling), keeps running, and o
 store answers again every event is stored exactly once. Its retries during a Redis outage
 are DEBUG lines (the outage itself is told once: see
 test_a_redis_outage_is_told_once_by_the_web_side_processes), so that test runs it with
-``LOG_LEVEL=DEBUG``."""
+``LOG_LEVEL=DEBUG``. Its live pushes report an outage of its own Redis into the same
+record as its reads, so an outage they meet too is still told once."""
 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 
+from lockstep.dashboard.monitor.redis_conn import channel_layer_outage
 from lockstep.workers import keys
 from lockstep.workers.events import EventLog, count_events
+from lockstep.workers.outage import redis_outage
 from tests.dashboard.helpers import wait_until
 from tests.dashboard.web_processes import WebSide, stream_ids
 from tests.support import RestartableRedis
 
-pytestmark = pytest.mark.slow
-
 RETRY = re.compile(r"ingester: (Redis|database) unavailable .*; retrying in ([0-9.]+)s")
+
+
+# A process's start-up (Django and its apps) takes seconds, and more than 15 on a loaded
+# machine: a wait that includes one gets this long.
+STARTUP_S = 120.0
+# Once Redis or the database answers again: the ingester's next retry (at most 4 s after
+# the three of 0.5, 1 and 2 s the tests wait for), then storing 300 events.
+RECOVERY_S = 60.0
 
 
 def _retry_delays(log: str, what: str) -> list[float]:
     return [float(m.group(2)) for m in RETRY.finditer(log) if m.group(1) == what]
+
+
+def _retries_logged(web: WebSide, what: str, count: int) -> int:
+    """Until the ingester has logged ``count`` retries after ``what`` failed; how many."""
+    return wait_until(
+        lambda: len(_retry_delays(web.log("ingester"), what)), lambda n: n >= count, STARTUP_S
+    )
 
 
 @pytest.fixture
@@ -39,6 +55,7 @@ def private_redis(tmp_path: Path) -> Iterator[RestartableRedis]:
         server.stop()
 
 
+@pytest.mark.slow
 def test_it_rides_out_a_redis_restart_and_stores_everything_once(
     private_redis: RestartableRedis, tmp_path: Path
 ) -> None:
@@ -51,17 +68,21 @@ def test_it_rides_out_a_redis_restart_and_stores_everything_once(
         web.start("ingester")
         for i in range(100):
             events.emit("offset_committed", topic="orders", group="g", queue=i % 4)
-        wait_until(web.stored_count, lambda n: n == 100)
+        # Running, and caught up, before Redis goes: else the outage would meet an
+        # ingester still starting, which has nothing to retry yet.
+        assert wait_until(web.stored_count, lambda n: n == 100, STARTUP_S) == 100
 
         private_redis.stop()
         for i in range(100, 150):  # emitted while Redis is down: buffered by the runtime
             events.emit("offset_committed", topic="orders", group="g", queue=i % 4)
-        time.sleep(4)  # long enough for a few doubling retries
+        # Down until the ingester has retried three times (0.5, 1 and 2 s apart): however
+        # slowly it runs, the outage outlasts the back-off the test asserts on.
+        assert _retries_logged(web, "Redis", 3) >= 3, web.log("ingester")
         private_redis.start()
         for i in range(150, 250):
             events.emit("offset_committed", topic="orders", group="g", queue=i % 4)
 
-        stored = wait_until(web.stored_count, lambda n: n >= 250, timeout=30)
+        stored = wait_until(web.stored_count, lambda n: n >= 250, RECOVERY_S)
         assert web.procs["ingester"].poll() is None, "the ingester kept running"
     finally:
         events.stop()
@@ -75,6 +96,7 @@ def test_it_rides_out_a_redis_restart_and_stores_everything_once(
     client.close()
 
 
+@pytest.mark.slow
 def test_it_retries_a_batch_the_database_refused_without_losing_or_doubling(
     redis_url: str, redis_client: redis.Redis, tmp_path: Path
 ) -> None:
@@ -94,16 +116,12 @@ def test_it_retries_a_batch_the_database_refused_without_losing_or_doubling(
     )
     try:
         web.start("ingester")
-        wait_until(
-            lambda: len(_retry_delays(web.log("ingester"), "database")),
-            lambda n: n >= 3,
-            timeout=20,
-        )
+        assert _retries_logged(web, "database", 3) >= 3, web.log("ingester")
         assert web.stored_count() == 0
         assert web.query("SELECT last_id FROM monitor_ingestcursor") in ([], [("0-0",)])
         web.query("DROP TRIGGER refuse")
 
-        stored = wait_until(web.stored_count, lambda n: n >= 300, timeout=30)
+        stored = wait_until(web.stored_count, lambda n: n >= 300, RECOVERY_S)
     finally:
         web.stop_all()
 
@@ -114,3 +132,18 @@ def test_it_retries_a_batch_the_database_refused_without_losing_or_doubling(
         "WHERE name = 'lock_owner_changes' ORDER BY queue"
     ) == [(0, 100), (1, 100), (2, 100)]
     assert _retry_delays(web.log("ingester"), "database")[:3] == [0.5, 1.0, 2.0]
+
+
+def test_its_live_pushes_tell_an_outage_of_its_redis_in_the_same_record(
+    settings: Any,
+) -> None:
+    """The channel layer's host as the settings give it (a dict of connection options) or
+    as a plain URL: on REDIS_URL's server, a push that fails or succeeds opens or ends the
+    process's one outage; on another server, an outage of that server's own."""
+    layer = settings.CHANNEL_LAYERS["default"]
+    for host in ({"address": settings.REDIS_URL, "socket_timeout": 35.0}, settings.REDIS_URL):
+        settings.CHANNEL_LAYERS = {"default": {**layer, "CONFIG": {"hosts": [host]}}}
+        assert channel_layer_outage() is redis_outage, host
+    other = {"address": "redis://127.0.0.1:1/0", "socket_timeout": 35.0}
+    settings.CHANNEL_LAYERS = {"default": {**layer, "CONFIG": {"hosts": [other]}}}
+    assert channel_layer_outage() is not redis_outage

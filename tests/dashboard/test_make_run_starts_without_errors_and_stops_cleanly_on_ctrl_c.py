@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import subprocess
 import termios
 import threading
@@ -109,8 +110,21 @@ class Terminal:
         os.close(self.master)
 
 
+# The keyboard's signals, which a shell in a terminal leaves at their defaults for the
+# jobs it starts.
+KEYBOARD_SIGNALS = (signal.SIGINT, signal.SIGQUIT)
+
+
 def _take_terminal() -> None:
-    """In the child, a session leader: its stdin (the pty) becomes its controlling terminal."""
+    """In the child, a session leader: its stdin (the pty) becomes its controlling terminal.
+
+    The keyboard's signals go back to their defaults, as under a shell in a terminal: the
+    test process may ignore SIGINT (pytest-xdist workers of the suite were seen to), and
+    an ignored signal is inherited through exec. A shell started with SIGINT ignored cannot
+    trap it, so bin/run would never see the Ctrl-C: make would run on, and the test would
+    be about its runner instead of `make run`."""
+    for sig in KEYBOARD_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
