@@ -35,9 +35,9 @@ XDIST = -n $(TEST_WORKERS) --dist loadscope
 
 # The checks (ruff, mypy, the audit, the Prometheus rules, the deploy files) run beside the
 # tests, not before them: the tests mostly wait, the checks mostly compute. `make test`
-# fails if either does; each line of output is printed whole (--output-sync=line).
+# fails if either does.
 test: setup-test
-	@$(MAKE) --no-print-directory -j 2 --output-sync=line checks suite
+	@$(MAKE) --no-print-directory -j 3 suite checks
 
 checks: lint audit
 	bash bin/check-prometheus-rules
