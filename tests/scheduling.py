@@ -4,7 +4,7 @@ workers and ``--dist loadscope`` (README, "Tests"), scheduled here.
 - The unit of work is a test module: its module-scoped fixtures (a browser and a daphne,
   a private redis-server) start once, on one worker. The wheel's tests (``tests/install``)
   are one unit, as they share the wheel and its virtual environments; so are the
-  analytics tests on the in-process Spark session (``tests/analytics``).
+  analytics tests (``tests/analytics``), so that one worker at a time runs Spark.
 - Slow tests start first: a test of a minute begun when everything else is done would
   leave the other workers idle. Units are handed out in collection order.
 
@@ -19,18 +19,11 @@ from typing import Any
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
-# Folders whose modules share a session fixture that takes long to make: one unit each
-# (the wheel and its virtual environments; the in-process Spark session, a JVM of 2 GB
-# that four workers would otherwise start four times).
+# Folders that are one unit each: the wheel's tests share the wheel and its virtual
+# environments; the analytics tests share the in-process Spark session, and the others
+# there start Spark processes of their own. JVMs of 1-2 GB on two cores: four workers
+# starting them at once (slow units go first) timed all of them out.
 SHARED_FOLDERS = ("tests/install/", "tests/analytics/")
-# Modules of those folders that start their own processes (Spark masters and workers, a
-# benchmark) instead of using the shared fixture: units of their own, run beside the rest.
-OWN_UNITS = frozenset(
-    {
-        "tests/analytics/test_job_on_a_standalone_cluster.py",
-        "tests/analytics/test_benchmark_analytics_reports_json.py",
-    }
-)
 
 
 class ModuleScheduling(LoadScopeScheduling):
@@ -45,8 +38,6 @@ class ModuleScheduling(LoadScopeScheduling):
 
     def _split_scope(self, nodeid: str) -> str:
         path = nodeid.split("::", 1)[0]
-        if path in OWN_UNITS:
-            return path
         for folder in SHARED_FOLDERS:
             if path.startswith(folder):
                 return folder
