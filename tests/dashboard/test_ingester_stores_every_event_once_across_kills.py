@@ -94,7 +94,9 @@ def test_it_stores_every_event_exactly_once_although_killed_mid_stream(
     total = count_events(redis_client)
     assert total == load.emitted
 
-    final = wait_until(web.stored_count, lambda n: n >= total, timeout=60)
+    # A deadline for the catch-up, not a speed: beside other tests (pytest-xdist) the
+    # ingester was seen to store 98,500 of 119,850 events in 60 s.
+    final = wait_until(web.stored_count, lambda n: n >= total, timeout=180)
 
     assert all(0 < n < total for n in stored_at_kill), "the kills happened mid-stream"
     assert final == total
