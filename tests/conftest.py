@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from importlib import import_module
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 import redis
 from django.apps import apps as django_apps
 from django.db.models.signals import post_migrate
+from django.test import override_settings
 
 from lockstep.workers.connection import connect
 from tests.support import LocalCluster, redis_cluster, redis_server
@@ -21,6 +23,9 @@ BROWSER_FIXTURES = frozenset({"browser", "chromium"})
 SPARK_FIXTURES = frozenset({"spark"})
 # How the tests spread over pytest-xdist's workers: by module, slow ones first.
 pytest_plugins = ["tests.scheduling"]
+# Every JVM the suite starts (the local session, the analytics worker's, the standalone
+# cluster's) reads its options from there: tests/spark-conf/spark-defaults.conf says why.
+os.environ["SPARK_CONF_DIR"] = str(Path(__file__).resolve().parent / "spark-conf")
 # The data migrations that make the roles (groups and their permissions).
 ROLE_MIGRATIONS = (
     ("lockstep.dashboard.deadletters.migrations.0002_roles", "create_roles"),
@@ -103,6 +108,15 @@ def _uses(module: ModuleType | None, package: str) -> bool:
         if isinstance(origin, str) and origin.split(".")[0] == package:
             return True
     return False
+
+
+@pytest.fixture(scope="session", autouse=True)
+def quick_password_hashing() -> Iterator[None]:
+    """Users made in the test process get MD5 password hashes: Django's PBKDF2 costs a
+    quarter of a second of CPU a user, and hundreds of tests make one or log one in. The
+    web side started as processes (tests/dashboard/stack.py) keeps the real hasher."""
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -6,9 +6,13 @@ Browser test modules build their module-scoped fixtures from ``running_site`` an
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -78,6 +82,14 @@ class Site:
         if done.returncode != 0:
             raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stderr}")
         return done.stdout
+
+    def migrate(self) -> None:
+        """The site's SQLite database as ``manage.py migrate`` leaves it: a copy of one
+        database migrated once per test process (a migration costs its process seconds of
+        CPU, and gives the same file every time)."""
+        url = self.env["DATABASE_URL"]
+        assert url.startswith("sqlite:///"), url
+        shutil.copyfile(_migrated_template(), url.removeprefix("sqlite://"))
 
     def start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
         commands = {
@@ -156,6 +168,17 @@ class Site:
         raise RuntimeError(f"daphne did not answer:\n{self.log('web')}")
 
 
+@functools.cache
+def _migrated_template() -> Path:
+    """A database ``manage.py migrate`` made, in a folder removed when the process exits."""
+    folder = Path(tempfile.mkdtemp(prefix="lockstep-migrated-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    template = folder / "db.sqlite3"
+    site = Site(site_env("redis://127.0.0.1:1", folder), 0, folder)  # migrate needs no Redis
+    site.manage("migrate", "--noinput")
+    return template
+
+
 @contextmanager
 def running_site(
     redis_url: str, workdir: Path, topics: dict[str, int], **extra_env: str
@@ -169,7 +192,7 @@ def running_site(
         redis_url, workdir, DEMO_ADMIN_USER=USER, DEMO_ADMIN_PASSWORD=PASSWORD, **extra_env
     )
     site = Site(env, free_port(), workdir)
-    site.manage("migrate", "--noinput")
+    site.migrate()
     site.manage("bootstrap_demo")
     from lockstep.workers import create_topic
 

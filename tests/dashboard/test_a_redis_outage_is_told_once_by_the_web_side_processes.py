@@ -69,7 +69,7 @@ def test_it_tells_an_outage_once_per_process_and_both_work_after_it(
         LOCKSTEP_ALERT_EVAL_SECONDS="0.5",
         LOCKSTEP_ALERT_UNOWNED_AFTER_SECONDS="0",
     )
-    web.manage("migrate", "--noinput")
+    web.migrate()
     client = redis.Redis.from_url(private_redis.url)
     try:
         web.start("ingester")

@@ -171,13 +171,6 @@ SLOTS = sorted({slot for route in ROUTES for slot in route.slots})
 # ---- the world the requests land in ---------------------------------------------------
 
 
-@pytest.fixture(autouse=True)
-def quick_password_hashing(settings: Any) -> None:
-    """The role users are made for every test; hashing their passwords properly would
-    take most of this file's time and prove nothing here."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def world(redis_client: redis.Redis, redis_url: str) -> None:
     """A topic with messages, two groups, stored events, a dead letter, an alert, a

@@ -68,7 +68,7 @@ class EventLoad:
 @pytest.fixture
 def web(redis_url: str, redis_client: redis.Redis, tmp_path: Path) -> Iterator[WebSide]:
     side = WebSide(redis_url, tmp_path)
-    side.manage("migrate", "--noinput")
+    side.migrate()
     yield side
     side.stop_all()
 

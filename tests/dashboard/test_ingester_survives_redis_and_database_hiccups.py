@@ -60,7 +60,7 @@ def test_it_rides_out_a_redis_restart_and_stores_everything_once(
     private_redis: RestartableRedis, tmp_path: Path
 ) -> None:
     web = WebSide(private_redis.url, tmp_path, LOCKSTEP_PUSH_INTERVAL="0.2", LOG_LEVEL="DEBUG")
-    web.manage("migrate", "--noinput")
+    web.migrate()
     client = redis.Redis.from_url(private_redis.url)
     events = EventLog(client, flush_interval=0.05)  # keeps what it cannot write yet
     events.start()
@@ -101,7 +101,7 @@ def test_it_retries_a_batch_the_database_refused_without_losing_or_doubling(
     redis_url: str, redis_client: redis.Redis, tmp_path: Path
 ) -> None:
     web = WebSide(redis_url, tmp_path)
-    web.manage("migrate", "--noinput")
+    web.migrate()
     pipe = redis_client.pipeline(transaction=False)
     for i in range(300):
         pipe.xadd(

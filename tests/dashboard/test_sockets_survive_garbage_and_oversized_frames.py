@@ -64,13 +64,6 @@ UNKNOWN = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def quick_password_hashing(settings: Any) -> None:
-    """A user is made for every test; hashing its password properly would take most of
-    this file's time and prove nothing here."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def world(redis_client: redis.Redis) -> None:
     create_topic(redis_client, "orders", 4)

@@ -77,7 +77,7 @@ def web(redis_url: str, tmp_path: Path) -> Iterator[WebSide]:
 def test_it_keeps_consumers_at_full_speed_and_stores_their_events_afterwards(
     web: WebSide, redis_url: str, redis_client: redis.Redis
 ) -> None:
-    web.manage("migrate", "--noinput")
+    web.migrate()
     load_topic(redis_client, "orders", QUEUES, BACKLOG, key_count=500)
     web.start("web")
     web.start("ingester")

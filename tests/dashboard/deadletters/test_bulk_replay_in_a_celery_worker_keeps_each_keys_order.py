@@ -85,7 +85,7 @@ def site(redis_url: str, redis_client: redis.Redis, tmp_path: Path) -> Iterator[
     and a Celery worker (no consumers: nothing handles the replays, so the streams show
     exactly what was re-published)."""
     web = WebSide(redis_url, tmp_path, DEMO_ADMIN_USER=USER, DEMO_ADMIN_PASSWORD=PASSWORD)
-    web.manage("migrate", "--noinput")
+    web.migrate()
     web.manage("bootstrap_demo")
     web.start("web")
     worker = _start_worker(web, tmp_path)

@@ -122,7 +122,7 @@ def workers(
         SPARK_MASTER="local[1]",
         LOCKSTEP_SPARK_SHUFFLE_PARTITIONS="1",
     )
-    side.manage("migrate", "--noinput")
+    side.migrate()
     try:
         side.start_worker("worker", "--concurrency", "1")
         side.start_worker("analytics")
