@@ -4,13 +4,14 @@ reads them. Every time a page shows goes through ``when`` (and the scripts' time
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import UTC, datetime
 from typing import Any
 
 from django import template
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from lockstep.dashboard.monitor import time_zone
@@ -78,8 +79,20 @@ def viewer_zone() -> str:
 
 
 @register.simple_tag
-def time_zone_names() -> tuple[str, ...]:
-    return time_zone.zone_names()
+def time_zone_options() -> SafeString:
+    """The ``<option>`` of every zone a user may choose, the viewer's selected."""
+    return _zone_options(timezone.get_current_timezone_name())
+
+
+@functools.lru_cache(maxsize=64)
+def _zone_options(current: str) -> SafeString:
+    # Every page's header has them: some 400 options, rendered once per chosen zone
+    # instead of once per page by a template loop.
+    return format_html_join(
+        "",
+        "<option{}>{}</option>",
+        ((" selected" if name == current else "", name) for name in time_zone.zone_names()),
+    )
 
 
 @register.simple_tag
