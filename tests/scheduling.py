@@ -5,6 +5,9 @@ workers and ``--dist loadscope`` (README, "Tests"), scheduled here.
   a private redis-server) start once, on one worker. The wheel's tests (``tests/install``)
   are one unit, as they share the wheel and its virtual environments; so are the
   analytics tests (``tests/analytics``), so that one worker at a time runs Spark.
+- The fault-injection runs (``SPREAD_MODULES``) are a unit per test: each runs for most of
+  a minute and they share no module fixture, so one worker running them in a row would
+  finish a minute or two after the others.
 - Slow tests start first: a test of a minute begun when everything else is done would
   leave the other workers idle. Units are handed out in collection order.
 
@@ -24,11 +27,16 @@ from xdist.scheduler import LoadScopeScheduling
 # there start Spark processes of their own. JVMs of 1-2 GB on two cores: four workers
 # starting them at once (slow units go first) timed all of them out.
 SHARED_FOLDERS = ("tests/install/", "tests/analytics/")
+# Modules whose tests are a unit each: long, and with no module-scoped fixture.
+SPREAD_MODULES = (
+    "tests/workers/test_order_and_loss_under_failures.py",
+    "tests/workers/test_key_order_under_failures.py",
+)
 
 
 class ModuleScheduling(LoadScopeScheduling):
-    """pytest-xdist's scope scheduling with a module, or a shared folder, as the scope,
-    and the scopes in collection order."""
+    """pytest-xdist's scope scheduling with a module, a shared folder or a spread module's
+    test as the scope, and the scopes in collection order."""
 
     def __init__(self, config: pytest.Config, log: Any = None) -> None:
         super().__init__(config, log)
@@ -37,11 +45,19 @@ class ModuleScheduling(LoadScopeScheduling):
         config.option.loadscopereorder = False
 
     def _split_scope(self, nodeid: str) -> str:
-        path = nodeid.split("::", 1)[0]
-        for folder in SHARED_FOLDERS:
-            if path.startswith(folder):
-                return folder
-        return path
+        return unit_of(nodeid)
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit of work a test belongs to: its module, its shared folder, or itself in a
+    spread module."""
+    path = nodeid.split("::", 1)[0]
+    if path in SPREAD_MODULES:
+        return nodeid
+    for folder in SHARED_FOLDERS:
+        if path.startswith(folder):
+            return folder
+    return path
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
