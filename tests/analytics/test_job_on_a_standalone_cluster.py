@@ -18,6 +18,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pyspark.sql import SparkSession
 
 from bench.analytics_data import generate
@@ -27,7 +28,10 @@ from tests.analytics.standalone import standalone_cluster
 ROOT = Path(__file__).resolve().parents[2]
 DAY = date(2026, 11, 23)
 ROWS = 20_000
-RUN_TIMEOUT_S = 240
+# Five JVMs (a master, a worker, its executor, the job's driver, the suite's session) on
+# two cores beside the other workers' tests: minutes, not the suite's default timeout.
+RUN_TIMEOUT_S = 480
+pytestmark = pytest.mark.timeout(600)
 CLI = (sys.executable, "-m", "lockstep.analytics", "--shuffle-partitions", "2")
 
 

@@ -29,7 +29,7 @@ from tests.dashboard.helpers import wait_until
 from tests.dashboard.stack import REPO
 from tests.dashboard.web_processes import WebSide
 
-pytestmark = [pytest.mark.slow, pytest.mark.spark]
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(600)]
 
 ENDED = ("ok", "empty", "failed")
 
@@ -141,7 +141,7 @@ def test_a_run_neither_delays_sample_lag_nor_leaves_its_jvm_behind(
     roots = [p.pid for p in workers.procs.values()]
     run_nightly_analytics.delay()
     jvms = wait_until(
-        lambda: {p: n for root in roots for p, n in _java(root).items()}, bool, timeout=120
+        lambda: {p: n for root in roots for p, n in _java(root).items()}, bool, timeout=240
     )
     assert jvms, (workers.run_state(), workers.log("analytics"), workers.log("worker"))
     (jvm,) = jvms
@@ -158,7 +158,8 @@ def test_a_run_neither_delays_sample_lag_nor_leaves_its_jvm_behind(
     assert sampled == 1, workers.log("worker")
     assert during[0] == "running"
 
-    ended = wait_until(workers.run_state, lambda state: state[0] in ENDED, timeout=120)
+    # A JVM's start and an empty day's job: a minute here, several beside busy workers.
+    ended = wait_until(workers.run_state, lambda state: state[0] in ENDED, timeout=300)
     assert ended[0] == "empty", workers.log("analytics")
     # The child that ran it exited, and its JVM with it: nothing of the run remains.
     gone = wait_until(lambda: [p for p in [jvm, *ran_in] if _alive(p)], lambda a: not a, 30)
