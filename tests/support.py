@@ -33,6 +33,16 @@ def free_port() -> int:
 
 
 @contextmanager
+def refused_port() -> Iterator[int]:
+    """A port where connections are refused for as long as the block lasts: bound and
+    never listened on. (A port ``free_port`` gave is free only until another worker's
+    server takes it, and a test meant to find nothing there would reach that server.)"""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield int(s.getsockname()[1])
+
+
+@contextmanager
 def redis_server(
     *, password: str = "", users: Sequence[str] = (), tls: bool = False
 ) -> Iterator[str]:

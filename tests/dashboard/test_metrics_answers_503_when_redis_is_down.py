@@ -3,25 +3,27 @@ scrape as failed, ``up == 0``), never a 500 or a traceback, and it recovers with
 
 from __future__ import annotations
 
-import socket
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.test import Client
 
+from tests.support import refused_port
+
 pytestmark = pytest.mark.django_db
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+@pytest.fixture
+def dead_redis_url() -> Iterator[str]:
+    with refused_port() as port:
+        yield f"redis://127.0.0.1:{port}/0"
 
 
 def test_it_answers_503_with_one_line_when_redis_is_unreachable(
-    client: Client, settings: Any
+    client: Client, settings: Any, dead_redis_url: str
 ) -> None:
-    settings.REDIS_URL = f"redis://127.0.0.1:{_free_port()}/0"
+    settings.REDIS_URL = dead_redis_url
 
     response = client.get("/metrics")
 
@@ -32,8 +34,10 @@ def test_it_answers_503_with_one_line_when_redis_is_unreachable(
     assert "Redis" in body and "Traceback" not in body
 
 
-def test_it_answers_again_once_redis_is_back(client: Client, settings: Any, redis_url: str) -> None:
-    settings.REDIS_URL = f"redis://127.0.0.1:{_free_port()}/0"
+def test_it_answers_again_once_redis_is_back(
+    client: Client, settings: Any, redis_url: str, dead_redis_url: str
+) -> None:
+    settings.REDIS_URL = dead_redis_url
     assert client.get("/metrics").status_code == 503
 
     settings.REDIS_URL = redis_url

@@ -22,7 +22,7 @@ from lockstep.workers import Producer, create_topic, keys
 from lockstep.workers.errors import SendError
 from lockstep.workers.hashing import queue_for_key
 from lockstep.workers.refs import QueueRef
-from tests.support import free_port
+from tests.support import refused_port
 
 TOPIC = "payments"
 
@@ -137,12 +137,13 @@ def test_it_says_maybe_stored_when_the_reply_is_lost_and_a_retry_with_the_key_st
 
 
 def test_it_says_not_stored_when_nothing_listens_on_the_port(redis_client: redis.Redis) -> None:
-    producer = Producer(f"redis://127.0.0.1:{free_port()}/0")
-    try:
-        with pytest.raises(SendError) as failed:
-            producer.send(TOPIC, "card-7", b"charge 12.00")
-    finally:
-        producer.close()
+    with refused_port() as port:
+        producer = Producer(f"redis://127.0.0.1:{port}/0")
+        try:
+            with pytest.raises(SendError) as failed:
+                producer.send(TOPIC, "card-7", b"charge 12.00")
+        finally:
+            producer.close()
 
     assert failed.value.maybe_stored is False
     assert "was not stored; sending it again is safe" in str(failed.value)

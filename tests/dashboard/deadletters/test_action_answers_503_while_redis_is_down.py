@@ -3,6 +3,7 @@ a request's status is still readable from the database."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,13 +14,19 @@ from django.test import Client
 from lockstep.dashboard.deadletters.models import ActionRequest, DeadLetter, Status
 from lockstep.dashboard.deadletters.sync import sync_all
 from tests.dashboard.deadletters.action_helpers import ACTIONS_PATH, fill, post
-from tests.support import free_port
+from tests.support import refused_port
 
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture
+def dead_redis_url() -> Iterator[str]:
+    with refused_port() as port:  # nothing listens there
+        yield f"redis://127.0.0.1:{port}/0"
+
+
 def test_it_answers_503_and_changes_nothing_while_redis_is_down(
-    redis_client: redis.Redis, client: Client, operator: User, settings: Any
+    redis_client: redis.Redis, client: Client, operator: User, settings: Any, dead_redis_url: str
 ) -> None:
     settings.LOCKSTEP_REPLAY_RATE_PER_S = 0
     fill(redis_client, keys_count=1, per_key=2)
@@ -29,7 +36,7 @@ def test_it_answers_503_and_changes_nothing_while_redis_is_down(
     post(
         client, ACTIONS_PATH, {"action": "replay", "request_id": "before-outage", "ids": [first.pk]}
     )
-    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    settings.REDIS_URL = dead_redis_url
 
     replay = post(
         client, ACTIONS_PATH, {"action": "replay", "request_id": "in-outage-1", "ids": [second.pk]}

@@ -20,9 +20,9 @@ from lockstep.dashboard.deadletters.plans import Selection
 from lockstep.dashboard.deadletters.sync import sync_all
 from tests.dashboard.deadletters.action_helpers import GROUP, celery_broker, fill, queued_tasks
 
-# Transactional (the consumer reads from another thread); ``roles`` makes again the role
-# groups that the flush after each such test removes.
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("roles")]
+# Transactional: the consumer reads from another thread. (The flush after each such test
+# removes the role groups; tests/conftest.py makes them again.)
+pytestmark = pytest.mark.django_db(transaction=True)
 
 ORIGIN = (b"origin", b"http://127.0.0.1")
 REQUEST_ID = "socket-test-1"

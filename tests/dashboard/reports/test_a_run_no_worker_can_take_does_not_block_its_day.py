@@ -13,7 +13,7 @@ from django.utils import timezone
 from lockstep.dashboard.celery import app as celery_app
 from lockstep.dashboard.reports import runner
 from lockstep.dashboard.reports.models import AnalyticsRun
-from tests.support import free_port
+from tests.support import refused_port
 
 pytestmark = pytest.mark.django_db
 
@@ -25,16 +25,17 @@ def dead_broker() -> Iterator[None]:
     conf = celery_app.conf
     before = conf.broker_url
     celery_app.close()
-    conf.update(broker_url=f"redis://127.0.0.1:{free_port()}/0")
-    try:
-        yield
-    finally:
-        celery_app.close()
-        # close() keeps the producer pool when the app's connection pool was never made,
-        # and that pool would go on dialling the dead broker for every later test.
-        amqp: Any = celery_app.amqp  # the stubs do not declare the pool's attribute
-        amqp._producer_pool = None
-        conf.update(broker_url=before)
+    with refused_port() as port:
+        conf.update(broker_url=f"redis://127.0.0.1:{port}/0")
+        try:
+            yield
+        finally:
+            celery_app.close()
+            # close() keeps the producer pool when the app's connection pool was never
+            # made, and that pool would go on dialling the dead broker for later tests.
+            amqp: Any = celery_app.amqp  # the stubs do not declare the pool's attribute
+            amqp._producer_pool = None
+            conf.update(broker_url=before)
 
 
 def test_a_run_whose_task_cannot_reach_the_broker_fails_and_frees_its_day(
