@@ -43,8 +43,9 @@ checks: lint audit
 	bash bin/check-prometheus-rules
 	$(PY) bin/check-deploy
 
+# The slowest 15 are printed at the end of every run: a test that grows shows there first.
 suite: setup-test
-	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) --durations=15 $(PYTEST_ARGS)
 
 # The inner loop: every test not marked slow (no browser, Spark, Redis Cluster, kills or
 # wheels; tests/conftest.py marks them). No lint, no audit: `make test` runs everything,
