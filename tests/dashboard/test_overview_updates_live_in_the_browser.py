@@ -156,7 +156,8 @@ def test_it_rereads_the_json_view_when_an_update_is_missing(page: Page, site: Si
     site.stop("ingester")
     site.start("ingester")
 
-    page.wait_for_function(f"{ROOT}.dataset.resyncReason === 'gap'")
+    # The new ingester starts Django before its first push: seconds, more under load.
+    page.wait_for_function(f"{ROOT}.dataset.resyncReason === 'gap'", timeout=60_000)
     assert page.get_attribute("#live-status", "data-state") == "live"
     navigations.assert_none()
 
