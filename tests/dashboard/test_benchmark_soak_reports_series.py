@@ -50,7 +50,9 @@ def test_it_prints_a_series_and_a_summary_of_a_short_soak() -> None:
         },
         capture_output=True,
         text=True,
-        timeout=110,
+        # A probe of 400,000 messages and 12 s of soak: a minute here, more beside busy
+        # workers (it timed out at 110 s in a loaded run).
+        timeout=240,
     )
 
     assert done.returncode == 0, done.stderr[-3000:]
