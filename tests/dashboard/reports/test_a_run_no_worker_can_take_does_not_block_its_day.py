@@ -20,22 +20,25 @@ pytestmark = pytest.mark.django_db
 DAY = date(2026, 11, 20)
 
 
+def _use_broker(url: str) -> None:
+    """Point the app at ``url`` with nothing of the last broker left: close() keeps the
+    producer pool when the app's connection pool was never made, and a send after it went
+    through that pool to the last broker (an earlier test's on this worker)."""
+    celery_app.close()
+    amqp: Any = celery_app.amqp  # the stubs do not declare the pool's attribute
+    amqp._producer_pool = None
+    celery_app.conf.update(broker_url=url)
+
+
 @pytest.fixture
 def dead_broker() -> Iterator[None]:
-    conf = celery_app.conf
-    before = conf.broker_url
-    celery_app.close()
+    before = celery_app.conf.broker_url
     with refused_port() as port:
-        conf.update(broker_url=f"redis://127.0.0.1:{port}/0")
+        _use_broker(f"redis://127.0.0.1:{port}/0")
         try:
             yield
         finally:
-            celery_app.close()
-            # close() keeps the producer pool when the app's connection pool was never
-            # made, and that pool would go on dialling the dead broker for later tests.
-            amqp: Any = celery_app.amqp  # the stubs do not declare the pool's attribute
-            amqp._producer_pool = None
-            conf.update(broker_url=before)
+            _use_broker(before)
 
 
 def test_a_run_whose_task_cannot_reach_the_broker_fails_and_frees_its_day(
