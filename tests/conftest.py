@@ -14,7 +14,7 @@ from django.db.models.signals import post_migrate
 from django.test import override_settings
 
 from lockstep.workers.connection import connect
-from tests.support import LocalCluster, redis_cluster, redis_server
+from tests.support import LocalCluster, redis_cluster, redis_server, refused_port
 
 # Fixtures that start a Redis Cluster, a browser or a Spark session: a test using one is
 # marked for it (and slow) without saying so itself.
@@ -160,6 +160,14 @@ def redis_url(request: pytest.FixtureRequest, standalone_redis_url: str) -> Iter
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+@pytest.fixture
+def dead_redis_url() -> Iterator[str]:
+    """A Redis URL where connections are refused for the whole test (its port held bound,
+    never listened on)."""
+    with refused_port() as port:
+        yield f"redis://127.0.0.1:{port}/0"
 
 
 @pytest.fixture(scope="session")

@@ -3,21 +3,12 @@ scrape as failed, ``up == 0``), never a 500 or a traceback, and it recovers with
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.test import Client
 
-from tests.support import refused_port
-
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def dead_redis_url() -> Iterator[str]:
-    with refused_port() as port:
-        yield f"redis://127.0.0.1:{port}/0"
 
 
 def test_it_answers_503_with_one_line_when_redis_is_unreachable(

@@ -3,7 +3,6 @@ a request's status is still readable from the database."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,15 +13,8 @@ from django.test import Client
 from lockstep.dashboard.deadletters.models import ActionRequest, DeadLetter, Status
 from lockstep.dashboard.deadletters.sync import sync_all
 from tests.dashboard.deadletters.action_helpers import ACTIONS_PATH, fill, post
-from tests.support import refused_port
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def dead_redis_url() -> Iterator[str]:
-    with refused_port() as port:  # nothing listens there
-        yield f"redis://127.0.0.1:{port}/0"
 
 
 def test_it_answers_503_and_changes_nothing_while_redis_is_down(
