@@ -105,7 +105,7 @@ def time_consumer(
     env: dict[str, str] | None = None,
     timeout: float = 300.0,
 ) -> tuple[float, int]:
-    """Run ``manage.py consume`` until ``group`` committed ``total`` messages. Returns
+    """Run ``lockstep consume`` until ``group`` committed ``total`` messages. Returns
     (seconds from the first commit to the last, peak RSS in MB of the consumer)."""
     client = connect(redis_url)
     proc = subprocess.Popen(
@@ -145,10 +145,12 @@ def time_consumer(
 
 
 def consume_command(topic: str, group: str, extra_args: list[str]) -> list[str]:
-    """``manage.py consume`` of one subscription, as both benchmark harnesses start it."""
+    """``lockstep consume`` of one subscription (the runtime alone, as an adopter's worker
+    runs it: no Django), as both benchmark harnesses start it."""
     return [
         sys.executable,
-        str(ROOT / "manage.py"),
+        "-m",
+        "lockstep",
         "consume",
         "--topic",
         topic,
@@ -174,7 +176,7 @@ def rss_mb(pid: int) -> int:
 
 
 class ConsumerProcess:
-    """``manage.py consume`` in a subprocess, with its stderr kept in a file (a pipe nobody
+    """``lockstep consume`` in a subprocess, with its stderr kept in a file (a pipe nobody
     reads would block the consumer once full) and its peak RSS sampled by ``sample``."""
 
     def __init__(

@@ -266,8 +266,8 @@ def _ingest_main(total: int) -> None:
     from django.core.management import call_command
 
     from lockstep.dashboard.monitor.ingest import Ingester
-    from lockstep.dashboard.monitor.models import Event
-    from lockstep.dashboard.monitor.redis_conn import get_redis
+    from lockstep.dashboard.web.redis_conn import get_redis
+    from lockstep.dashboard.web.store.models import Event
 
     call_command("migrate", verbosity=0, interactive=False)
     ingester = Ingester(get_redis())

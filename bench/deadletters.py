@@ -155,7 +155,7 @@ def _measure_main(count: int, repeats: int) -> None:
     from django.core.management import call_command
 
     from lockstep.dashboard.deadletters.sync import sync_dead_letters
-    from lockstep.dashboard.monitor.redis_conn import get_redis
+    from lockstep.dashboard.web.redis_conn import get_redis
 
     call_command("migrate", verbosity=0, interactive=False)
     client = get_redis()
@@ -188,7 +188,7 @@ def _time_pages(count: int, repeats: int) -> dict[str, dict[str, float]]:
 
     from lockstep.dashboard.deadletters.models import DeadLetter, Status
     from lockstep.dashboard.deadletters.queries import Cursor
-    from lockstep.dashboard.deadletters.roles import VIEWER, grant_role
+    from lockstep.dashboard.web.roles import VIEWER, grant_role
 
     DeadLetter.objects.filter(id__lte=count // 10).update(status=Status.DISCARDED)
     user = User.objects.create_user("bench-viewer", password="bench-password-1")

@@ -17,6 +17,7 @@ highest offset already handled for its key (re-handling after a restart is allow
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -49,6 +50,10 @@ def handled_key(topic: str, group: str) -> str:
 
 def key_max_key(topic: str, group: str) -> str:
     return f"bench:{{{topic}:{group}}}:keymax"
+
+
+def wakeup_key(topic: str) -> str:
+    return f"bench:wakeup:{topic}"
 
 
 _client_lock = threading.Lock()
@@ -129,6 +134,21 @@ def _stats_for(ctx: ConsumeContext) -> _Stats:
 
 def checked_noop(messages: Sequence[Message], ctx: ConsumeContext) -> ConsumeStatus:
     _stats_for(ctx).record(messages)
+    return ConsumeStatus.SUCCESS
+
+
+def many_queues(messages: Sequence[Message], ctx: ConsumeContext) -> ConsumeStatus:
+    """``checked_noop``, except for wake-up probes (key ``w<n>``, a JSON body with the
+    ``sent`` time): each pushes the milliseconds from its sending to this call onto
+    ``wakeup_key(topic)``, and is not counted."""
+    started = time.time()
+    counted = [m for m in messages if not m.key.startswith("w")]
+    for m in messages:
+        if m.key.startswith("w"):
+            sent = float(json.loads(m.body)["sent"])
+            _redis().rpush(wakeup_key(ctx.topic), round((started - sent) * 1000, 3))
+    if counted:
+        _stats_for(ctx).record(counted)
     return ConsumeStatus.SUCCESS
 
 

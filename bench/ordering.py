@@ -1,6 +1,6 @@
 """Ordering benchmark: queue-level vs key-level ordering on one private redis-server.
 
-Cases, all measured in one run (each consumer is a ``manage.py consume`` subprocess):
+Cases, all measured in one run (each consumer is a ``lockstep consume`` subprocess):
 - bare loop: the same streams read by one Python loop (XRANGE 32 entries per queue,
   round-robin over 8 queues, HSET of the offset per batch; no locks, events or lanes),
   the practical limit of one Python process here;

@@ -6,7 +6,7 @@ see the same machine load:
 - queue ordering, no-op handler, batch 32, 8 queues (the Redis path: reads, commits,
   lock renewals, events);
 - key ordering, 64 lanes, a 10 ms (sleeping) handler, 8 queues, 4,000 keys.
-Each consumer is a ``manage.py consume`` subprocess; every handling is checked for per-key
+Each consumer is a ``lockstep consume`` subprocess; every handling is checked for per-key
 order by the bench handlers, and the run reports the order violations (must be 0).
 """
 
@@ -67,7 +67,7 @@ def run(
     with private_redis() as standalone, _cluster(replicas) as cluster:
         urls = {"standalone": standalone, "cluster": cluster}
         # The consumers' settings want a standalone Redis for Celery and Channels when
-        # REDIS_URL is a cluster (README, "Running on Redis Cluster"); they use neither.
+        # REDIS_URL is a cluster (docs/cluster.md §6); they use neither.
         os.environ["CELERY_BROKER_URL"] = os.environ["CHANNELS_REDIS_URL"] = standalone
         for r in range(repeats):
             for target in TARGETS if r % 2 == 0 else reversed(TARGETS):

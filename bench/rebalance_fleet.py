@@ -48,6 +48,7 @@ from lockstep.workers.broker import Broker
 from lockstep.workers.config import Model, Ordering
 from lockstep.workers.events import EventLog
 from lockstep.workers.ordering import QueueOrderingWorker, WorkerEnv
+from lockstep.workers.ordering.runner import Wait
 from lockstep.workers.outage import runtime_client
 from lockstep.workers.rebalance import SubscriptionRunner
 from lockstep.workers.refs import QueueRef
@@ -144,9 +145,10 @@ class IdleQueueWorker(RecordingWorker):
     """A queue-ordering worker of a queue nobody produces to: it waits for its drop
     instead of polling the stream. Everything else is the real worker's."""
 
-    def consume(self) -> None:
+    def consume(self) -> Iterator[Wait]:
         self.state = "idle"
-        self.stopping.wait()
+        while not self.stopping.is_set():
+            yield Wait(None)  # until a poke: the drop
 
 
 # Why this process's workers ended (``QueueWorker.stop_reason``).

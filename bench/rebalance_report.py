@@ -10,6 +10,7 @@ Redis received and sent (``INFO stats``), fitted like the commands.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import time
@@ -20,6 +21,7 @@ import redis
 from bench.rebalance_fleet import TIMINGS
 from bench.rebalance_sampler import Sampler
 from lockstep.workers import Timings
+from lockstep.workers.broker import LOCK_KEYS_PER_CALL
 from lockstep.workers.scripts import source
 
 # The scripts a converged, idle group runs: lock renewals and heartbeats.
@@ -117,14 +119,15 @@ def process_cpu_s(pid: int) -> float:
 
 def model_rate(consumers: int, queues: int, t: Timings = TIMINGS) -> float:
     """What the benchmark's consumers (``IdleQueueWorker``s: no stream reads; no consumer
-    card) are built to send when idle: per queue a renewal every renew interval; per
-    consumer a heartbeat script every membership poll and the SCRIPT EXISTS redis-py sends
-    ahead of every pipeline of scripts (the renewal batch). A ``workers.Consumer`` adds its
-    card (SET + SADD) every heartbeat interval; a real idle queue worker adds 2 /
-    ``poll_block_s`` per queue (XRANGE + blocking XREAD)."""
-    per_queue = 1 / t.lock_renew_interval_s
-    per_consumer = 1 / t.membership_poll_s + 1 / t.lock_renew_interval_s
-    return queues * per_queue + consumers * per_consumer
+    card) are built to send when idle: per consumer a heartbeat script every membership
+    poll, and every renew interval its renewal calls (``lock.lua`` over up to
+    ``LOCK_KEYS_PER_CALL`` queues a call on a standalone Redis) after the SCRIPT EXISTS
+    redis-py sends ahead of every pipeline of scripts. A ``workers.Consumer`` adds its
+    card (SET + SADD) every heartbeat interval."""
+    held = math.ceil(queues / max(1, consumers))
+    calls = math.ceil(held / LOCK_KEYS_PER_CALL)
+    per_consumer = 1 / t.membership_poll_s + (1 + calls) / t.lock_renew_interval_s
+    return consumers * per_consumer
 
 
 def fit(points: list[tuple[int, int, float]]) -> dict[str, float]:

@@ -2,7 +2,7 @@
 
 On a private redis-server, with its own SQLite database in a temporary directory:
 
-1. **Probe**: a backlog of ``PROBE_MESSAGES`` and one ``manage.py consume`` (queue
+1. **Probe**: a backlog of ``PROBE_MESSAGES`` and one ``lockstep consume`` (queue
    ordering, batch 1, no-op handler, events on, 8 queues); the maximum consume rate is
    its commits per second over ``PROBE_SECONDS`` once it is running.
 2. **Soak**: ``manage.py ingest_events`` into the database, a fresh consumer as above on

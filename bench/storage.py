@@ -5,7 +5,7 @@ limited to one per (queue, group) per ``LOCKSTEP_COMMIT_EVENT_INTERVAL``.
 For each commit-event interval (``before``: 0.1 s, what the flush-window coalescing gave;
 ``after``: the default) and each ordering (queue; key with 16 lanes), on a private
 redis-server: a fresh copy of a migrated SQLite database, ``manage.py ingest_events``
-writing into it, one ``manage.py consume`` (no-op handler, 8 queues), and this process
+writing into it, one ``lockstep consume`` (no-op handler, 8 queues), and this process
 producing ``messages`` at ``rate`` a second. The rate is steady on purpose: a deployment
 produces as it goes, while a consumer working through a backlog commits in bursts and
 would make any coalescing look better than it is. Once every message is committed the

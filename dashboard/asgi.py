@@ -16,9 +16,9 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.urls import re_path  # noqa: E402
 
 from lockstep.dashboard.alerts.routing import websocket_urlpatterns as alert_sockets  # noqa: E402
-from lockstep.dashboard.deadletters.consumers import NotFoundConsumer  # noqa: E402
 from lockstep.dashboard.deadletters.routing import websocket_urlpatterns as dead_letter_sockets  # noqa: E402
 from lockstep.dashboard.monitor.routing import websocket_urlpatterns  # noqa: E402
+from lockstep.dashboard.web.push_socket import NotFoundConsumer  # noqa: E402
 
 # Any other path: closed with 4404 (4401 when anonymous) rather than an error.
 unknown = [re_path(r"", NotFoundConsumer.as_asgi())]

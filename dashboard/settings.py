@@ -45,7 +45,7 @@ LOCKSTEP_ENV_FILE = str(_env_file or "")
 # Database, analytics data set and collected static files (docs/dashboard-service.md).
 LOCKSTEP_DATA_DIR = data_dir(env_str("LOCKSTEP_DATA_DIR", ""), PACKAGE_DIR, os.environ)
 
-# One switch for a production deployment (see the README's "Deploying behind TLS"): the
+# One switch for a production deployment (see docs/deployment.md): the
 # secret key must come from the environment and be strong, debug stays off, and the HTTPS
 # settings below default to on (each DJANGO_SECURE_* variable still overrides).
 LOCKSTEP_ENV = env_choice("LOCKSTEP_ENV", "development", ("development", "production"))
@@ -85,7 +85,7 @@ SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", PRODUCTION)
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", PRODUCTION)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # A refused form gets the dashboard's page (JSON under /api/), not Django's bare one.
-CSRF_FAILURE_VIEW = "lockstep.dashboard.monitor.views.errors.csrf_failure"
+CSRF_FAILURE_VIEW = "lockstep.dashboard.web.errors.csrf_failure"
 if env_bool("DJANGO_BEHIND_PROXY", False):
     # The reverse proxy terminates TLS and says so in this header.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
@@ -105,10 +105,12 @@ INSTALLED_APPS = [
     "axes",
     "channels",
     "django_celery_beat",
+    "lockstep.dashboard.apps.ProjectConfig",
     "lockstep.dashboard.monitor",
     "lockstep.dashboard.reports",
     "lockstep.dashboard.deadletters",
     "lockstep.dashboard.alerts",
+    "lockstep.dashboard.demo",
 ]
 
 MIDDLEWARE = [
@@ -118,7 +120,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # After authentication: the signed-in user's time zone for every time on the page.
-    "lockstep.dashboard.monitor.time_zone.ViewerTimeZoneMiddleware",
+    "lockstep.dashboard.web.time_zone.ViewerTimeZoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: it turns a refused login into the lockout answer.
@@ -198,9 +200,9 @@ USE_TZ = True
 # The pages' CSS and JS are served by the ASGI application itself (asgi.py wraps it in
 # Django's static files handler, which reads them from the package, DEBUG or not): no
 # collectstatic step and no web server in front is needed. STATIC_ROOT is only for those
-# who run collectstatic to have their own proxy serve them.
+# who run collectstatic to have their own proxy serve them. The shared files
+# (dashboard/static) are the project app's (``apps.ProjectConfig``), found like every app's.
 STATIC_URL = "static/"
-STATICFILES_DIRS = [PACKAGE_DIR / "dashboard" / "static"]
 STATIC_ROOT = LOCKSTEP_DATA_DIR / "staticfiles"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")

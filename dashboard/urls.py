@@ -18,11 +18,12 @@ urlpatterns = [
     path("", include("lockstep.dashboard.deadletters.urls")),
     path("", include("lockstep.dashboard.deadletters.page_urls")),
     path("", include("lockstep.dashboard.alerts.urls")),
+    path("", include("lockstep.dashboard.demo.urls")),
 ]
 
 # Addresses no route matches, Django's own refusals and unexpected exceptions: JSON under
 # /api/, the error page elsewhere (as every view answers its own errors).
-handler400 = "lockstep.dashboard.monitor.views.errors.bad_request"
-handler403 = "lockstep.dashboard.monitor.views.errors.forbidden"
-handler404 = "lockstep.dashboard.monitor.views.errors.not_found"
-handler500 = "lockstep.dashboard.monitor.views.errors.server_error"
+handler400 = "lockstep.dashboard.web.errors.bad_request"
+handler403 = "lockstep.dashboard.web.errors.forbidden"
+handler404 = "lockstep.dashboard.web.errors.not_found"
+handler500 = "lockstep.dashboard.web.errors.server_error"

@@ -6,6 +6,7 @@ process per role (honcho's ``Manager``): ``web`` (Daphne), ``ingester``, ``alert
 ``worker`` and ``beat``, each of which is also a subcommand of its own for a
 one-process-per-role layout (``deploy/``). ``lockstep manage ...`` runs any Django command
 of the dashboard, so an adopter never needs the repository's ``manage.py``.
+``lockstep consume`` runs one ordered consumer in the foreground with the runtime alone.
 
 Parsing the command line needs only the runtime: ``lockstep --help`` works without the
 ``[dashboard]`` extra, and a subcommand that needs it says how to install it.
@@ -14,9 +15,12 @@ Parsing the command line needs only the runtime: ``lockstep --help`` works witho
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
+import logging
 import os
 import shlex
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,6 +42,8 @@ DASHBOARD_MODULES = (
     "honcho",
     "axes",
 )
+# The dashboard's default (settings.py): the same server for `lockstep consume`.
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 ROLES = ("web", "ingester", "alerts", "worker", "analytics", "beat")
 # Honcho stops the processes with SIGTERM and kills what is left after this long. The
 # worker's ordered consumers wait up to LOCKSTEP_SHUTDOWN_TIMEOUT for the messages in
@@ -97,6 +103,7 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("extra", nargs="*", metavar="OPTION", help="after --: passed on")
         sub.set_defaults(run=_run_django_command, django_command=django_command)
     _add_celery(commands)
+    _add_consume(commands)
     # Listed for --help only: main() hands everything after `manage` to Django.
     commands.add_parser(
         "manage", help="any Django command of the dashboard (`lockstep manage help` lists them)"
@@ -204,6 +211,26 @@ def _add_celery(commands: Any) -> None:
     beat.set_defaults(run=_run_beat)
 
 
+def _add_consume(commands: Any) -> None:
+    from lockstep.workers.foreground import add_consume_arguments
+
+    sub = commands.add_parser(
+        "consume",
+        help="one ordered consumer in the foreground (the runtime only: no Django)",
+        description="Consume a topic in order as one consumer of a group until Ctrl-C or "
+        "SIGTERM, which lets each queue finish its message in progress. Needs only the "
+        "runtime; REDIS_URL and the LOCKSTEP_* timings come from the environment "
+        "(docs/constants.md).",
+    )
+    sub.add_argument(
+        "--redis-url",
+        default=None,
+        help=f"the runtime's Redis (default: REDIS_URL, else {DEFAULT_REDIS_URL})",
+    )
+    add_consume_arguments(sub)
+    sub.set_defaults(run=_run_consume)
+
+
 # ---- one role each ---------------------------------------------------------------------
 
 
@@ -246,6 +273,31 @@ def _run_beat(args: argparse.Namespace) -> int:
     _prepare()
     command = [sys.executable, "-m", "celery", "-A", CELERY_APP, "beat"]
     _exec([*command, "--loglevel", args.loglevel, *args.extra])
+
+
+def _run_consume(args: argparse.Namespace) -> int:
+    from lockstep.workers.env import env_str
+    from lockstep.workers.errors import LockstepError
+    from lockstep.workers.foreground import consumer_from_options, run_until_signalled
+    from lockstep.workers.redact import MaskUrlsFilter, mask_url
+
+    # As the dashboard's LOGGING (the root logger to stderr, URLs' passwords masked, at
+    # LOG_LEVEL), with the time and level a process of its own needs in its log.
+    level = env_str("LOG_LEVEL", "INFO").upper()
+    handler = logging.StreamHandler()
+    handler.addFilter(MaskUrlsFilter())
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    try:
+        logging.basicConfig(level=level, handlers=[handler])
+    except ValueError:
+        raise Unavailable(f"configuration error: LOG_LEVEL {level!r} is not a level") from None
+    url = args.redis_url or env_str("REDIS_URL", DEFAULT_REDIS_URL)
+    try:
+        consumer = consumer_from_options(url, vars(args))
+    except LockstepError as exc:
+        raise Unavailable(mask_url(str(exc))) from None
+    run_until_signalled(consumer, sys.stdout)
+    return 0
 
 
 def _run_django_command(args: argparse.Namespace) -> int:
@@ -292,7 +344,7 @@ def _create_demo_topic() -> None:
     otherwise start first and log that they wait for it. Same name and queues as the
     producer's ``--topic``/``--queues`` below (``create_topic`` is idempotent)."""
     from lockstep.dashboard.monitor.models import Topic
-    from lockstep.dashboard.monitor.redis_conn import get_redis
+    from lockstep.dashboard.web.redis_conn import get_redis
     from lockstep.workers.topics import create_topic
 
     create_topic(get_redis(), DEMO_TOPIC, DEMO_QUEUES)
@@ -319,6 +371,22 @@ def _processes(args: argparse.Namespace, *, demo: bool) -> dict[str, list[str]]:
     return chosen
 
 
+def _mixed_kill() -> Any:
+    """How the supervisor signals a role, as systemd's ``KillMode=mixed`` (deploy/systemd/):
+    SIGTERM to the role's own process only, SIGKILL to its whole process group once
+    ``KILL_WAIT`` has passed. Honcho's default sends SIGTERM to the group: a Celery
+    worker's pool children then die in the middle of their task (``WorkerLostError``, a
+    traceback in the log) instead of finishing it in the worker's warm shutdown."""
+    from honcho.compat import ProcessManager
+
+    class MixedKill(ProcessManager):
+        def terminate(self, pid: int) -> None:
+            with contextlib.suppress(ProcessLookupError):  # already gone
+                os.kill(pid, signal.SIGTERM)
+
+    return MixedKill()
+
+
 def _supervise(processes: dict[str, list[str]]) -> int:
     """Run ``processes`` (name -> argv) until a signal or until one of them ends; 0 after
     SIGINT or SIGTERM, else the first ended process's status (1 if it was 0)."""
@@ -331,6 +399,7 @@ def _supervise(processes: dict[str, list[str]]) -> int:
 
     honcho.KILL_WAIT = Timings.from_env().shutdown_timeout_s + STOP_MARGIN_S
     supervisor = honcho.Manager(Printer(sys.stdout))
+    supervisor._procmgr = _mixed_kill()  # honcho's only seam for how it signals
     for name, command in processes.items():
         supervisor.add_process(name, "exec " + shlex.join(command))
     supervisor.loop()

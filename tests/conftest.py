@@ -69,7 +69,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Markers a test earns by what it uses (README, "Tests"): ``cluster`` (a local Redis
+    """Markers a test earns by what it uses (docs/testing.md, "Markers"): ``cluster`` (a local Redis
     Cluster: the ``[cluster]`` case of a test marked ``on_cluster`` or of one using
     ``redis_on_either``, a test using ``local_redis_cluster``, a module under a ``cluster``
     folder), ``browser`` (Chromium), ``spark`` (a Spark session, here or in a process it
@@ -123,7 +123,7 @@ def quick_password_hashing() -> Iterator[None]:
 def standalone_redis_url() -> Iterator[str]:
     """One real redis-server for the session, started by the suite on a free port. It is
     also the Celery broker and the channel layer in every test, which speak only to a
-    standalone Redis (README, "Running on Redis Cluster")."""
+    standalone Redis (docs/cluster.md §6)."""
     with redis_server() as url:
         os.environ["REDIS_URL"] = url
         yield url
@@ -208,11 +208,12 @@ def celery_broker_on_suite_redis(standalone_redis_url: str) -> Iterator[None]:
     """Celery's broker on the suite's redis-server for the whole session (no worker
     listens there unless a test starts one): a task queued by the web side never reaches
     a Redis the suite did not start."""
+    from tests.dashboard.helpers import point_celery_at
+
+    point_celery_at(standalone_redis_url)
+    yield
     from lockstep.dashboard.celery import app
 
-    app.close()
-    app.conf.update(broker_url=standalone_redis_url)
-    yield
     app.close()
 
 

@@ -8,13 +8,16 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 import redis
 
 from bench.local_cluster import ClusterNode, LocalCluster, redis_cluster
+
+T = TypeVar("T")
 
 __all__ = [
     "ClusterNode",
@@ -167,3 +170,35 @@ def _pings(client: redis.Redis) -> bool:
         return bool(client.ping())
     except redis.ConnectionError:
         return False
+
+
+def wait_until(
+    predicate: Callable[[], Any],
+    timeout: float,
+    what: str | Callable[[], str],
+    interval: float = 0.05,
+) -> Any:
+    """Poll ``predicate`` until it returns something truthy; return that, or fail naming
+    ``what`` (a callable is asked at the time of failure) after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            description = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {description}")
+        time.sleep(interval)
+
+
+def probe_until(
+    probe: Callable[[], T], done: Callable[[T], bool], timeout: float = 15.0, interval: float = 0.05
+) -> T:
+    """Call ``probe`` until ``done(value)``; return the last value either way, so the caller
+    asserts on what was really observed."""
+    deadline = time.monotonic() + timeout
+    value = probe()
+    while not done(value) and time.monotonic() < deadline:
+        time.sleep(interval)
+        value = probe()
+    return value

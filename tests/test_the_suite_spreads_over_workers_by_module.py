@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.scheduling import SHARED_FOLDERS, SPREAD_MODULES, unit_of
+from tests.scheduling import LONG_UNITS, SHARED_FOLDERS, SPREAD_MODULES, start_rank, unit_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,4 +40,19 @@ def test_a_spread_module_exists_and_defines_no_fixture_its_tests_could_share() -
             if isinstance(node, ast.FunctionDef)
             for d in node.decorator_list
         ]
-        assert not [d for d in decorators if "fixture" in d], module
+        # A fixture of the function's scope is made for each test wherever it runs.
+        shared = [d for d in decorators if "fixture" in d and "scope=" in d]
+        assert not [d for d in shared if "scope='function'" not in d], module
+
+
+def test_the_long_units_start_before_the_other_slow_tests_and_those_before_the_rest() -> None:
+    wheel = "tests/install/test_the_runtime_installs_alone_from_the_wheel.py::test_it"
+    faults = "tests/workers/test_order_and_loss_under_failures.py::test_it[cluster]"
+    browser = "tests/dashboard/test_overview_updates_live_in_the_browser.py::test_it"
+    quick = "tests/dashboard/test_api_queue.py::test_it"
+    ranks = [start_rank(wheel, True), start_rank(faults, True), start_rank(browser, True)]
+    assert [*ranks, start_rank(quick, False)] == [0, 0, 1, 2]
+
+
+def test_every_long_unit_exists() -> None:
+    assert all(ROOT.joinpath(unit).exists() for unit in LONG_UNITS)

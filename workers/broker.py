@@ -12,10 +12,15 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from lockstep.workers import keys
+from lockstep.workers.connection import cluster_of
 from lockstep.workers.message import FailedAttempt, Message
-from lockstep.workers.redis_types import as_bytes, entries, xread_entries
+from lockstep.workers.redis_types import as_bytes, entries
 from lockstep.workers.refs import QueueRef
 from lockstep.workers.scripts import run_batch, script
+
+# Queues locked or renewed per script call on a standalone Redis: a call over this many
+# keys runs in about a millisecond, so it never holds Redis up for long.
+LOCK_KEYS_PER_CALL = 256
 
 if TYPE_CHECKING:  # only named in annotations: the broker stays below the settings
     from lockstep.workers.config import Subscription
@@ -64,6 +69,8 @@ class Broker:
         self._commit = script(client, "commit")
         self._dead_letter = script(client, "dead_letter")
         self._heartbeat = script(client, "heartbeat")
+        # Registry key -> (digest, members) of the last full membership read.
+        self._memberships: dict[str, tuple[str, list[str]]] = {}
         self._park = script(client, "park")
         self._unpark = script(client, "unpark")
 
@@ -78,18 +85,27 @@ class Broker:
         renew_only: bool = False,
     ) -> list[Grant]:
         """Lock or renew several queues in one round trip (RocketMQ's ``lockBatchMQ``).
-        One script call per queue keeps every call within one cluster slot; on a cluster
-        the calls go in one pipeline per node (``workers.scripts.run_batch``).
+        On a standalone Redis one script call takes up to ``LOCK_KEYS_PER_CALL`` queues
+        (one ``TIME`` for all, two commands per renewal: an idle consumer's renewals cost
+        Redis little, docs/reading.md); on a cluster one call per queue keeps every call
+        within one slot, in one pipeline per node (``workers.scripts.run_batch``).
         ``renew_only`` refuses (token 0) any queue ``owner`` does not hold live right now,
         instead of granting it afresh."""
         if not refs:
             return []
         ttl_ms = max(1, int(ttl_s * 1000))
         mode = "1" if renew_only else "0"
-        calls = [([keys.lock(ref, group)], [owner, ttl_ms, mode]) for ref in refs]
-        replies = run_batch(self.client, self._lock, calls)
+        per_call = 1 if cluster_of(self.client) is not None else LOCK_KEYS_PER_CALL
+        chunks = [refs[i : i + per_call] for i in range(0, len(refs), per_call)]
+        calls = [
+            ([keys.lock(ref, group) for ref in chunk], [owner, ttl_ms, mode]) for chunk in chunks
+        ]
+        pairs = [
+            pair for reply in run_batch(self.client, self._lock, calls) for pair in _pairs(reply)
+        ]
         return [
-            Grant(ref, int(r[0]), bool(int(r[1]))) for ref, r in zip(refs, replies, strict=True)
+            Grant(ref, int(token), bool(int(granted)))
+            for ref, (token, granted) in zip(refs, pairs, strict=True)
         ]
 
     def unlock(self, ref: QueueRef, group: str, owner: str, token: int) -> bool:
@@ -222,36 +238,40 @@ class Broker:
 
     # -- registry ----------------------------------------------------------------------
     def heartbeat(self, topic: str, group: str, member: str, timeout_s: float) -> list[str]:
-        reply = self._heartbeat(
-            keys=[keys.registry(topic, group)], args=[member, int(timeout_s * 1000)]
-        )
-        return [as_bytes(m).decode() for m in reply[1:]]
+        """Beat for ``member`` ('' only to read) and return the group's live members,
+        sorted. Redis sends the list only when it changed since this broker last read it
+        (``heartbeat.lua``: otherwise only its digest), so a quiet poll's reply does not
+        grow with the group."""
+        registry = keys.registry(topic, group)
+        digest, members = self._memberships.get(registry, ("", []))
+        reply = self._heartbeat(keys=[registry], args=[member, int(timeout_s * 1000), digest])
+        now_digest = as_bytes(reply[1]).decode()
+        if now_digest != digest or len(reply) > 2:
+            members = [as_bytes(m).decode() for m in reply[2:]]
+            self._memberships[registry] = (now_digest, members)
+        return list(members)
 
     def leave(self, topic: str, group: str, member: str) -> None:
         self.client.zrem(keys.registry(topic, group), member)
 
     # -- streams -----------------------------------------------------------------------
     def read_from(
-        self,
-        ref: QueueRef,
-        offset: int,
-        count: int,
-        block_s: float = 0.0,
+        self, ref: QueueRef, offset: int, count: int
     ) -> list[tuple[bytes, dict[bytes, bytes]]]:
-        """Entries with offset >= ``offset``, oldest first; blocks up to ``block_s`` when
-        there are none yet."""
+        """Entries with offset >= ``offset``, oldest first; never blocks (a queue waiting
+        for entries is woken by its runner: ``ordering.runner``)."""
         stream = keys.stream(ref)
-        found = entries(self.client.xrange(stream, min=f"{offset}-0", max="+", count=count))
-        if found or block_s <= 0:
-            return found
-        last_id = f"{offset - 1}-1" if offset > 0 else "0-0"
-        reply = self.client.xread({stream: last_id}, count=count, block=max(1, int(block_s * 1000)))
-        return xread_entries(reply)
+        return entries(self.client.xrange(stream, min=f"{offset}-0", max="+", count=count))
 
     def max_offset(self, ref: QueueRef) -> int:
         """The next offset to be produced (RocketMQ's maxOffset): lag = this - committed."""
         raw = self.client.get(keys.sequence(ref))
         return int(raw) if raw else 0
+
+
+def _pairs(reply: Any) -> list[tuple[Any, Any]]:
+    """``lock.lua``'s flat reply as (token, granted) pairs."""
+    return list(zip(reply[::2], reply[1::2], strict=True))
 
 
 def dead_letter_entry(

@@ -163,6 +163,13 @@ class Limits:
     # A producer's retry comes within seconds or minutes; a day covers a retry after an
     # outage or a redeploy, and bounds the records (one small string per keyed send).
     idempotency_ttl_s: int = 86_400
+    # Threads that step one subscription's queues on a standalone Redis, however many it
+    # owns (docs/reading.md): under queue ordering also how many handlers run at once.
+    queue_threads: int = 16
+    # Connections a consumer process keeps to a standalone Redis, shared by all its
+    # threads (a command holds one for a round trip; nothing blocks on them since the
+    # pool's reader reads on a connection of its own): docs/reading.md.
+    redis_connections: int = 6
 
     @classmethod
     def from_env(cls) -> Limits:
@@ -175,12 +182,14 @@ class Limits:
             idempotency_ttl_s=env_int(
                 "LOCKSTEP_IDEMPOTENCY_TTL_SECONDS", d.idempotency_ttl_s, minimum=1
             ),
+            queue_threads=env_int("LOCKSTEP_QUEUE_THREADS", d.queue_threads, minimum=1),
+            redis_connections=env_int("LOCKSTEP_REDIS_CONNECTIONS", d.redis_connections, minimum=2),
         )
 
 
 @dataclass(frozen=True)
 class SendOptions:
-    """How a producer's send rides out a failover (README, "Running on Redis Cluster")."""
+    """How a producer's send rides out a failover (docs/cluster.md §4, §6)."""
 
     # 0: a send returns once the master stored the message (replication is asynchronous,
     # so a master that dies right after may lose it). N: it returns only once N replicas

@@ -18,6 +18,7 @@ from lockstep.workers import keys
 from lockstep.workers.broker import Broker
 from lockstep.workers.cards import ConsumerCard, SubscriptionCard
 from lockstep.workers.config import Limits, Model, Ordering, Subscription, Timings
+from lockstep.workers.connection import cluster_of
 from lockstep.workers.errors import LockstepError
 from lockstep.workers.events import EventLog, default_consumer_id
 from lockstep.workers.handler_log import HandlerLog
@@ -25,6 +26,8 @@ from lockstep.workers.handlers import import_handler
 from lockstep.workers.lanes import LanePool
 from lockstep.workers.message import Handler
 from lockstep.workers.ordering import WorkerEnv
+from lockstep.workers.ordering.runner import Runner
+from lockstep.workers.ordering.scheduler import QueuePool
 from lockstep.workers.outage import REDIS_DOWN, redis_outage, runtime_client, wait_for_redis
 from lockstep.workers.rebalance import SubscriptionRunner
 
@@ -173,7 +176,16 @@ class Consumer:
             offset_group,
             lanes,
             self.handler_log,
+            self._runner(sub),
         )
+
+    def _runner(self, sub: Subscription) -> Runner | None:
+        """A bounded pool for the subscription's queues on a standalone Redis; on a
+        cluster (no ``XREAD`` across slots) a thread per queue (docs/reading.md)."""
+        if cluster_of(self.client) is not None:
+            return None
+        threads = Limits.from_env().queue_threads
+        return QueuePool(self.client, threads, f"{sub.group}-{sub.topic}"[:40])
 
     def _report(self, sub: Subscription, error: str) -> None:
         log.error("lockstep: subscription %s/%s not started: %s", sub.group, sub.topic, error)

@@ -16,13 +16,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import Any
 
 import redis
 from redis.backoff import NoBackoff
 from redis.exceptions import ClusterDownError, MasterDownError, ReadOnlyError
 from redis.retry import Retry
 
-from lockstep.workers.connection import connect
+from lockstep.workers.config import Limits
+from lockstep.workers.connection import connect, is_cluster
 
 log = logging.getLogger("lockstep.workers.outage")
 
@@ -103,14 +105,22 @@ def runtime_client(url: str) -> redis.Redis:
     """The runtime's Redis client. One immediate retry of a failed command reconnects a
     pooled connection that a Redis restart left dead; more retries (redis-py's default
     retries ten times with back-off) would only stretch an outage into every call and
-    could run a non-idempotent script twice after a lost reply. On a Redis Cluster the
-    client is the cluster client (``workers.connection``)."""
+    could run a non-idempotent script twice after a lost reply. On a standalone Redis its
+    threads share ``LOCKSTEP_REDIS_CONNECTIONS`` connections, waited for when all are in
+    use (docs/reading.md); on a Redis Cluster the client is the cluster client
+    (``workers.connection``), whose queue threads each block in a read of their own."""
+    options: dict[str, Any] = {}
+    if not is_cluster(url):
+        options["connection_pool_class"] = redis.BlockingConnectionPool
+        options["max_connections"] = Limits.from_env().redis_connections
+        options["timeout"] = None  # no thread holds one while it waits for another
     return connect(
         url,
         health_check_interval=30,
         socket_timeout=SOCKET_TIMEOUT_S,
         socket_connect_timeout=CONNECT_TIMEOUT_S,
         retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
+        **options,
     )
 
 

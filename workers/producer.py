@@ -1,6 +1,6 @@
 """Synchronous, ordered sending: a key always goes to the same queue, offsets are dense.
 
-The promise (README, "Producer guarantees"): ``send`` returns the offset Redis stored the
+The promise (docs/api.md §3): ``send`` returns the offset Redis stored the
 message at, or raises. ``InvalidMessageError`` and ``UnknownTopicError`` mean nothing was
 sent; ``SendError.maybe_stored`` says whether a failed send may have been stored. A send
 again with the same idempotency key stores the message at most once.

@@ -115,6 +115,8 @@ class SubscriptionRunner:
             alive[0].join(min(self.env.timings.lock_renew_interval_s, remaining))
         if self.env.lanes is not None:
             self.env.lanes.stop(max(0.1, deadline - time.monotonic()))
+        if self.env.runner is not None:
+            self.env.runner.stop()
         if self.env.sub.model is Model.CLUSTERING:
             self._leave()
 

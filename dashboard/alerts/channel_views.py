@@ -20,20 +20,13 @@ from django.shortcuts import redirect
 
 from lockstep.dashboard.alerts import dispatch
 from lockstep.dashboard.alerts.channels import KINDS
+from lockstep.dashboard.alerts.fields import flag, row_id
 from lockstep.dashboard.alerts.forms import ChannelForm
 from lockstep.dashboard.alerts.models import Channel, Delivery
-from lockstep.dashboard.alerts.web import (
-    CHANGE_CHANNELS,
-    VIEW_CHANNELS,
-    action,
-    flag,
-    has_perm,
-    invalid,
-    page,
-    require,
-    row_id,
-)
-from lockstep.dashboard.monitor.views.common import BadParameter, NotFound
+from lockstep.dashboard.alerts.permissions import CHANGE_CHANNELS, VIEW_CHANNELS
+from lockstep.dashboard.web.pages import form_action, invalid, page, require
+from lockstep.dashboard.web.roles import has_perm
+from lockstep.dashboard.web.views import BadParameter, NotFound
 
 RECENT_DELIVERIES = 5
 DELETE_CHANNELS = "alerts.delete_channel"
@@ -121,7 +114,7 @@ def _save(channel: Channel) -> None:
         raise BadParameter(f"there is already a channel named {channel.name!r}") from None
 
 
-@action
+@form_action
 def add_channel_view(request: HttpRequest) -> HttpResponse:
     require(request, ADD_CHANNELS, "add channels")
     form = ChannelForm(request.POST)
@@ -133,7 +126,7 @@ def add_channel_view(request: HttpRequest) -> HttpResponse:
     return redirect("alert-channels")
 
 
-@action
+@form_action
 def save_channel_view(request: HttpRequest, channel_id: str) -> HttpResponse:
     require(request, CHANGE_CHANNELS, "change channels")
     channel = editable(channel_id)
@@ -146,7 +139,7 @@ def save_channel_view(request: HttpRequest, channel_id: str) -> HttpResponse:
     return redirect("alert-channels")
 
 
-@action
+@form_action
 def enable_channel_view(request: HttpRequest, channel_id: str) -> HttpResponse:
     """``enabled=1`` or ``0``."""
     require(request, CHANGE_CHANNELS, "enable or disable channels")
@@ -158,7 +151,7 @@ def enable_channel_view(request: HttpRequest, channel_id: str) -> HttpResponse:
     return redirect("alert-channels")
 
 
-@action
+@form_action
 def delete_channel_view(request: HttpRequest, channel_id: str) -> HttpResponse:
     require(request, DELETE_CHANNELS, "delete channels")
     channel = editable(channel_id)
@@ -167,7 +160,7 @@ def delete_channel_view(request: HttpRequest, channel_id: str) -> HttpResponse:
     return redirect("alert-channels")
 
 
-@action
+@form_action
 def test_channel_view(request: HttpRequest, channel_id: str) -> HttpResponse:
     """Sends a test now and says how it went (the delivery is listed as well)."""
     require(request, CHANGE_CHANNELS, "send test notifications")

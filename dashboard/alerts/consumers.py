@@ -1,35 +1,26 @@
 """``/ws/alerts/``: the nav badge's and the toasts' socket on every page.
 
-A signed-in user gets ``push.message()`` (the counts, nothing opened) on connect, then
-every ``alerts.update`` the channel layer carries (``dashboard.alerts.push``). Pushes
-are hints: the counts in each one are read from the database when it is sent, so a lost
-one is corrected by the next. Anonymous visitors are closed with 4401 before the
-handshake completes, as on the monitor's sockets.
+A signed-in user gets ``push.message()`` (the counts, nothing opened) as seq 0 on
+connect, then every ``alerts.update`` the channel layer carries (``dashboard.alerts.push``),
+numbered as every push is (``web.publish``). Pushes are hints: the counts in each one are
+read from the database when it is sent, so a lost one is corrected by the next. Anonymous
+visitors are closed with 4401 before the handshake completes, as on the monitor's sockets.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from channels.db import database_sync_to_async
-
 from lockstep.dashboard.alerts import push
-from lockstep.dashboard.monitor.consumers import UNAUTHENTICATED
-from lockstep.dashboard.monitor.push_socket import PushOnlyConsumer
+from lockstep.dashboard.web.push_socket import LiveConsumer
 
 
-class AlertsConsumer(PushOnlyConsumer):
-    async def connect(self) -> None:
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=UNAUTHENTICATED)
-            return
-        await self.channel_layer.group_add(push.ALERTS_GROUP, self.channel_name)
-        await self.accept()
-        await self.send_json(await database_sync_to_async(push.message)())
+class AlertsConsumer(LiveConsumer):
+    async def resolve(self, kwargs: dict[str, Any]) -> str | None:
+        return push.ALERTS_GROUP
 
-    async def disconnect(self, code: int) -> None:
-        await self.channel_layer.group_discard(push.ALERTS_GROUP, self.channel_name)
+    def snapshot(self) -> dict[str, Any] | None:
+        return {**push.message(), "seq": 0}
 
     async def alerts_update(self, event: dict[str, Any]) -> None:
         await self.send_json(event)

@@ -25,7 +25,7 @@ from lockstep.dashboard.alerts.live import LiveState, Tracker
 from lockstep.dashboard.alerts.models import Alert
 from lockstep.dashboard.alerts.rules import RULES, Finding, Resolution, Rule
 from lockstep.dashboard.alerts.thresholds import Thresholds
-from lockstep.dashboard.deadletters.lease import Lease
+from lockstep.dashboard.web.lease import Lease
 from lockstep.workers.outage import REDIS_DOWN, redis_outage
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from django.utils import timezone
 from lockstep.dashboard.alerts.channels import KINDS
 from lockstep.dashboard.alerts.models import Channel, Silence
 from lockstep.dashboard.alerts.rules import RULES, Rule
-from lockstep.dashboard.monitor.time_zone import parse_local
+from lockstep.dashboard.web.time_zone import parse_local
 
 # At most a year: longer is a typo, and a silence that long should be a rule change.
 MAX_MINUTES = 60 * 24 * 366

@@ -41,7 +41,7 @@ from lockstep.dashboard.alerts.models import (
 )
 from lockstep.dashboard.alerts.rules import RULES, Finding, Resolution
 from lockstep.dashboard.alerts.text import duration
-from lockstep.dashboard.monitor.queries import at
+from lockstep.dashboard.web.store.queries import at
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from typing import Any, cast
 import redis
 from django.db.models import Count
 
-from lockstep.dashboard.monitor.health import read_stuck
-from lockstep.dashboard.monitor.models import Event
-from lockstep.dashboard.monitor.queries import at
+from lockstep.dashboard.web.store.models import Event
+from lockstep.dashboard.web.store.queries import at
+from lockstep.dashboard.web.store.stuck import read_stuck
 from lockstep.workers import events as ev
 from lockstep.workers.errors import UnknownTopicError
 from lockstep.workers.inspect import (
@@ -37,8 +37,7 @@ from lockstep.workers.inspect import (
     topic_state,
 )
 from lockstep.workers.inspect.consumers import heartbeat_timeout
-
-QueueAt = tuple[str, str, int]  # (topic, group, queue)
+from lockstep.workers.refs import GroupQueue, QueueRef
 
 
 @dataclass
@@ -112,12 +111,13 @@ class LiveState:
             tracker=tracker or Tracker(),
         )
 
-    def queue_groups(self) -> Iterator[tuple[QueueAt, GroupState]]:
-        """Every (topic, group, queue) with its state, in topic and queue order."""
+    def queue_groups(self) -> Iterator[tuple[GroupQueue, GroupState]]:
+        """Every group on every queue with its state, in topic and queue order."""
         for topic in self.topics:
             for q in topic["queues"]:
+                ref = QueueRef(topic["name"], q["queue"])
                 for g in q["groups"]:
-                    yield (topic["name"], g["group"], q["queue"]), g
+                    yield GroupQueue(ref, g["group"]), g
 
     def heartbeat_of(self, consumer_id: str | None) -> int | None:
         """The last heartbeat (ms) on ``consumer_id``'s card, if it still has one."""
@@ -140,7 +140,7 @@ class LiveState:
     @cached_property
     def stuck(self) -> list[dict[str, Any]]:
         """The stuck queues of this reading, as the overview lists them
-        (``monitor.health.read_stuck``, docs/stuck.md): the one definition."""
+        (``web.store.stuck.read_stuck``, docs/stuck.md): the one definition."""
         snapshot: Overview = {
             "generated_at_ms": self.now_ms,
             "topics": [cast(TopicLag, t) for t in self.topics],
@@ -163,43 +163,36 @@ class LiveState:
             out[(topic, group)].append(int(ts.timestamp() * 1000))
         return out
 
-    def lock_grants(self, window_s: float) -> Counter[QueueAt]:
-        """Lock grants (``lock_acquired``) per (topic, group, queue) within ``window_s``."""
-        return self._count_events((ev.LOCK_ACQUIRED,), window_s, with_queue=True)
-
-    def dead_letters(self, window_s: float) -> Counter[QueueAt]:
-        """New dead letters per (topic, group, -1) within ``window_s``."""
-        return self._count_events((ev.DEAD_LETTERED, ev.MALFORMED_ENTRY), window_s, False)
-
-    def lag_samples(self, window_s: float) -> dict[QueueAt, list[LagSample]]:
-        """Lag samples per (topic, group, queue) within ``window_s``, oldest first."""
-        return self._samples_since(int(self.now_ms - window_s * 1000))
-
-    def _count_events(
-        self, types: tuple[str, ...], window_s: float, with_queue: bool
-    ) -> Counter[QueueAt]:
-        cache_key = (types, window_s, with_queue)
-        if cache_key not in self._counts:
-            fields = ["topic", "group", "queue"] if with_queue else ["topic", "group"]
+    def lock_grants(self, window_s: float) -> Counter[GroupQueue]:
+        """Lock grants (``lock_acquired``) per group and queue within ``window_s``."""
+        if window_s not in self._grants:
             rows = (
-                Event.objects.filter(type__in=types, ts__gte=at(int(self.now_ms - window_s * 1000)))
-                .values(*fields)
+                Event.objects.filter(
+                    type=ev.LOCK_ACQUIRED,
+                    queue__isnull=False,
+                    ts__gte=at(int(self.now_ms - window_s * 1000)),
+                )
+                .values("topic", "group", "queue")
                 .annotate(n=Count("id"))
             )
-            self._counts[cache_key] = Counter(
+            self._grants[window_s] = Counter(
                 {
-                    (r["topic"], r["group"], r["queue"] if with_queue else -1): int(r["n"])
+                    GroupQueue(QueueRef(r["topic"], r["queue"]), r["group"]): int(r["n"])
                     for r in rows
                 }
             )
-        return self._counts[cache_key]
+        return self._grants[window_s]
+
+    def lag_samples(self, window_s: float) -> dict[GroupQueue, list[LagSample]]:
+        """Lag samples per group and queue within ``window_s``, oldest first."""
+        return self._samples_since(int(self.now_ms - window_s * 1000))
 
     @cached_property
-    def _counts(self) -> dict[Any, Counter[QueueAt]]:
+    def _grants(self) -> dict[float, Counter[GroupQueue]]:
         return {}
 
-    def _samples_since(self, start_ms: int) -> dict[QueueAt, list[LagSample]]:
-        out: dict[QueueAt, list[LagSample]] = defaultdict(list)
+    def _samples_since(self, start_ms: int) -> dict[GroupQueue, list[LagSample]]:
+        out: dict[GroupQueue, list[LagSample]] = defaultdict(list)
         rows = (
             Event.objects.filter(type=ev.LAG_SAMPLED, ts__gte=at(start_ms))
             .order_by("ts", "id")
@@ -208,7 +201,7 @@ class LiveState:
         for topic, group, queue, ts, details in rows:
             if queue is None:
                 continue
-            out[(topic, group, queue)].append(
+            out[GroupQueue(QueueRef(topic, queue), group)].append(
                 LagSample(
                     at_ms=int(ts.timestamp() * 1000),
                     committed_offset=int(details.get("committed_offset", 0) or 0),

@@ -20,23 +20,15 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
 from lockstep.dashboard.alerts import lifecycle, push
+from lockstep.dashboard.alerts.fields import choice, row_id, text
 from lockstep.dashboard.alerts.forms import AcknowledgeForm
 from lockstep.dashboard.alerts.models import ACKNOWLEDGED, CRITICAL, OPEN, RESOLVED, WARNING, Alert
+from lockstep.dashboard.alerts.permissions import ACKNOWLEDGE, VIEW_ALERT
 from lockstep.dashboard.alerts.rules import RULES
 from lockstep.dashboard.alerts.text import detail_rows as text_detail_rows
-from lockstep.dashboard.alerts.web import (
-    ACKNOWLEDGE,
-    VIEW_ALERT,
-    action,
-    choice,
-    has_perm,
-    invalid,
-    page,
-    require,
-    row_id,
-    text,
-)
-from lockstep.dashboard.monitor.views.common import BadParameter, NotFound
+from lockstep.dashboard.web.pages import form_action, invalid, page, require
+from lockstep.dashboard.web.roles import has_perm
+from lockstep.dashboard.web.views import BadParameter, NotFound
 
 PAGE_SIZE = 50
 UNRESOLVED, ALL = "unresolved", "all"
@@ -165,7 +157,7 @@ def alert_page(request: HttpRequest, alert_id: str) -> dict[str, Any]:
     }
 
 
-@action
+@form_action
 def acknowledge_view(request: HttpRequest, alert_id: str) -> HttpResponse:
     """``note`` and ``snooze_until`` (a date and time in the viewer's zone, optional)."""
     require(request, ACKNOWLEDGE, "acknowledge alerts")
@@ -187,7 +179,7 @@ def acknowledge_view(request: HttpRequest, alert_id: str) -> HttpResponse:
     return redirect("alert-detail", alert.pk)
 
 
-@action
+@form_action
 def unacknowledge_view(request: HttpRequest, alert_id: str) -> HttpResponse:
     require(request, ACKNOWLEDGE, "unacknowledge alerts")
     alert = find_alert(alert_id)

@@ -13,14 +13,11 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.db.models import Count
 from django.urls import reverse
 
 from lockstep.dashboard.alerts.models import ACKNOWLEDGED, OPEN, Alert
-from lockstep.dashboard.monitor.redis_conn import channel_layer_outage
-from lockstep.workers.outage import REDIS_DOWN
+from lockstep.dashboard.web.publish import publish as publish_messages
 
 log = logging.getLogger(__name__)
 
@@ -58,18 +55,10 @@ def message(opened: Iterable[Alert] = (), resolved: Iterable[Alert] = ()) -> dic
 
 def publish(opened: Iterable[Alert] = (), resolved: Iterable[Alert] = ()) -> bool:
     """Send one update to every open page; False when it could not be sent: pages correct
-    themselves with the next one. An unreachable Redis is told once per outage
-    (``channel_layer_outage``), any other error with its traceback."""
-    layer = get_channel_layer()
-    if layer is None:
-        return False
+    themselves with the next one (``web.publish``)."""
     try:
-        async_to_sync(layer.group_send)(ALERTS_GROUP, message(opened, resolved))
-    except REDIS_DOWN as exc:
-        channel_layer_outage().failed(exc, "alert pushes")
+        update = message(opened, resolved)
+    except Exception:  # the database: a hint, never let it stop the evaluator
+        log.warning("alert push skipped", exc_info=True)
         return False
-    except Exception:  # a hint: never let it stop the evaluator or an acknowledgement
-        log.warning("channel layer failed; alert push skipped", exc_info=True)
-        return False
-    channel_layer_outage().ok()
-    return True
+    return publish_messages([(ALERTS_GROUP, update)], "alert pushes") == 1

@@ -17,22 +17,15 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.utils import timezone
 
+from lockstep.dashboard.alerts.fields import choice, row_id
 from lockstep.dashboard.alerts.forms import OverrideForm
 from lockstep.dashboard.alerts.models import RuleSetting
+from lockstep.dashboard.alerts.permissions import CHANGE_RULES, VIEW_RULES
 from lockstep.dashboard.alerts.rules import RULES, Rule
 from lockstep.dashboard.alerts.thresholds import Thresholds
-from lockstep.dashboard.alerts.web import (
-    CHANGE_RULES,
-    VIEW_RULES,
-    action,
-    choice,
-    has_perm,
-    invalid,
-    page,
-    require,
-    row_id,
-)
-from lockstep.dashboard.monitor.views.common import BadParameter, NotFound
+from lockstep.dashboard.web.pages import form_action, invalid, page, require
+from lockstep.dashboard.web.roles import has_perm
+from lockstep.dashboard.web.views import BadParameter, NotFound
 
 DELETE_RULES = "alerts.delete_rulesetting"
 
@@ -81,7 +74,7 @@ def rules_page(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-@action
+@form_action
 def save_rule_setting_view(request: HttpRequest) -> HttpResponse:
     """Creates or replaces the override of (rule, topic, group). The rule comes from the
     page's hidden field: an unknown one is the error page (no form on the page has it)."""
@@ -108,7 +101,7 @@ def save_rule_setting_view(request: HttpRequest) -> HttpResponse:
     return redirect("alert-rules")
 
 
-@action
+@form_action
 def delete_rule_setting_view(request: HttpRequest, setting_id: str) -> HttpResponse:
     require(request, DELETE_RULES, "delete rule overrides")
     setting = RuleSetting.objects.filter(pk=row_id(setting_id, "override")).first()

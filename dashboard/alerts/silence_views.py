@@ -14,20 +14,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.utils import timezone
 
+from lockstep.dashboard.alerts.fields import row_id
 from lockstep.dashboard.alerts.forms import SilenceForm
 from lockstep.dashboard.alerts.models import Silence
+from lockstep.dashboard.alerts.permissions import MANAGE_SILENCE, VIEW_SILENCE
 from lockstep.dashboard.alerts.rules import RULES
-from lockstep.dashboard.alerts.web import (
-    MANAGE_SILENCE,
-    VIEW_SILENCE,
-    action,
-    has_perm,
-    invalid,
-    page,
-    require,
-    row_id,
-)
-from lockstep.dashboard.monitor.views.common import NotFound
+from lockstep.dashboard.web.pages import form_action, invalid, page, require
+from lockstep.dashboard.web.roles import has_perm
+from lockstep.dashboard.web.views import NotFound
 
 # Past silences shown: the most recent ones (the admin has them all).
 PAST_SHOWN = 100
@@ -47,7 +41,7 @@ def silences_page(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-@action
+@form_action
 def create_silence_view(request: HttpRequest) -> HttpResponse:
     require(request, MANAGE_SILENCE, "create silences")
     form = SilenceForm(request.POST)
@@ -59,7 +53,7 @@ def create_silence_view(request: HttpRequest) -> HttpResponse:
     return redirect("alert-silences")
 
 
-@action
+@form_action
 def end_silence_view(request: HttpRequest, silence_id: str) -> HttpResponse:
     """Ends an active silence now; ending one that already ended changes nothing."""
     require(request, MANAGE_SILENCE, "end silences")

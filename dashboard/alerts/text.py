@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from lockstep.dashboard.monitor.health import duration
+from lockstep.dashboard.web.formatting import duration
 
 __all__ = ["detail_label", "detail_rows", "detail_value", "duration", "shorten"]
 

@@ -11,29 +11,25 @@ for another action or group 409, Redis unreachable 503: never a 500.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from functools import wraps
-from typing import Any, Concatenate, ParamSpec
+from typing import Any, ParamSpec
 
-import redis
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, PermissionsMixin
-from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.middleware.csrf import CsrfViewMiddleware
-from django.views.decorators.csrf import csrf_exempt
+from django.http import HttpRequest, JsonResponse
+from pydantic import field_validator, model_validator
 
 from lockstep.dashboard.deadletters import actions, progress
 from lockstep.dashboard.deadletters.models import ActionKind, ActionRequest, AuditEntry
-from lockstep.dashboard.deadletters.plans import ActionRefused, Selection, plan
-from lockstep.dashboard.deadletters.roles import DISCARD, REPLAY
+from lockstep.dashboard.deadletters.plans import Selection, plan
 from lockstep.dashboard.deadletters.views import require_known_group
-from lockstep.dashboard.monitor.redis_conn import get_redis
-from lockstep.dashboard.monitor.views.common import (
+from lockstep.dashboard.web.json_input import JsonBody, parse_body
+from lockstep.dashboard.web.redis_conn import get_redis
+from lockstep.dashboard.web.roles import DISCARD, REPLAY, has_perm
+from lockstep.dashboard.web.views import (
     MAX_INT,
-    BadParameter,
     NotFound,
+    action_view,
     api_view,
     int_param,
     text_param,
@@ -42,165 +38,104 @@ from lockstep.dashboard.monitor.views.common import (
 P = ParamSpec("P")
 PERMISSION = {ActionKind.REPLAY: REPLAY, ActionKind.DISCARD: DISCARD}
 AUDIT_LIMIT, AUDIT_MAX_LIMIT = 100, 500
-BODY_FIELDS = {"action", "request_id", "ids", "filter", "reason", "dry_run"}
-
-
-class _Csrf(CsrfViewMiddleware):
-    def _reject(self, request: HttpRequest, reason: str) -> Any:
-        return reason  # the reason instead of Django's HTML failure page
-
-
-def _unused(request: HttpRequest) -> HttpResponse:
-    return HttpResponse()  # the check never calls on: it only answers yes or no
-
-
-def _csrf_failure(request: HttpRequest) -> str | None:
-    """Django's CSRF check as the middleware makes it; the reason when it fails."""
-    check = _Csrf(_unused)
-    check.process_request(request)
-    reason = check.process_view(request, _unused, (), {})
-    return str(reason) if reason else None
-
-
-def action_endpoint(
-    view: Callable[Concatenate[HttpRequest, P], JsonResponse],
-) -> Callable[Concatenate[HttpRequest, P], JsonResponse]:
-    """A POST-only JSON endpoint: login, then CSRF, then the view; errors as JSON."""
-
-    @csrf_exempt  # checked below, after the login check
-    @wraps(view)
-    def endpoint(request: HttpRequest, *args: P.args, **kwargs: P.kwargs) -> JsonResponse:
-        if request.method != "POST":
-            return _error(405, "use POST")
-        if not request.user.is_authenticated:
-            return _error(401, "authentication required")
-        reason = _csrf_failure(request)
-        if reason:
-            return _error(403, f"CSRF check failed: {reason}")
-        try:
-            return view(request, *args, **kwargs)
-        except PermissionDenied as exc:
-            return _error(403, str(exc) or "permission denied")
-        except NotFound as exc:
-            return _error(404, str(exc))
-        except actions.RequestIdReused as exc:
-            return _error(409, str(exc))
-        except (ActionRefused, BadParameter) as exc:
-            return _error(400, str(exc))
-        except redis.RedisError as exc:
-            return _error(503, f"Redis is unavailable: {exc}")
-
-    return endpoint
-
-
-def _error(status: int, message: str) -> JsonResponse:
-    return JsonResponse({"error": message}, status=status)
 
 
 def require_permission(user: AbstractBaseUser | AnonymousUser, action: str) -> None:
-    if not _has_perm(user, PERMISSION[ActionKind(action)]):
+    if not has_perm(user, PERMISSION[ActionKind(action)]):
         raise PermissionDenied(f"you may not {action} dead letters")
 
 
 def require_any_permission(user: AbstractBaseUser | AnonymousUser) -> None:
-    if not any(_has_perm(user, p) for p in PERMISSION.values()):
+    if not any(has_perm(user, p) for p in PERMISSION.values()):
         raise PermissionDenied("you may not replay or discard dead letters")
-
-
-def _has_perm(user: AbstractBaseUser | AnonymousUser, permission: str) -> bool:
-    return isinstance(user, PermissionsMixin) and user.has_perm(permission)
 
 
 # ---- POST /api/v1/groups/<group>/dead-letters/actions -----------------------------------
 
 
-@action_endpoint
+@action_view
 def actions_api(request: HttpRequest, group: str) -> JsonResponse:
     """Dry run (200 with the plan) or submit (202 with the request; 200 when the request
     id was submitted before, with that request as it is now)."""
     require_any_permission(request.user)
-    body = _json_body(request)
-    action = actions.check_action(_text(body, "action"))
+    body = parse_body(request, ActionBody)
+    action = actions.check_action(body.action or "")
     require_permission(request.user, action)
     require_known_group(group)
-    selection = _selection(body)
-    if _flag(body, "dry_run"):
+    selection = body.selection()
+    if body.dry_run:
         return JsonResponse(plan(get_redis(), group, action, selection).as_dict())
     submitted = actions.submit(
         request.user.get_username(),
         group,
         action,
-        actions.check_request_id(_text(body, "request_id")),
+        actions.check_request_id(body.request_id or ""),
         selection,
-        _text(body, "reason"),
+        body.reason or "",
     )
     return JsonResponse(
         progress.request_shape(submitted.request), status=202 if submitted.created else 200
     )
 
 
-def _json_body(request: HttpRequest) -> dict[str, Any]:
-    try:
-        data = json.loads(request.body or b"{}")
-    except RequestDataTooBig:
-        raise BadParameter("the request body is too large") from None
-    except (ValueError, UnicodeDecodeError):
-        raise BadParameter("the request body must be a JSON object") from None
-    if not isinstance(data, dict):
-        raise BadParameter("the request body must be a JSON object")
-    unknown = sorted(set(data) - BODY_FIELDS)
-    if unknown:
-        raise BadParameter(f"unknown field {unknown[0][:40]!r} (one of: {sorted(BODY_FIELDS)})")
-    return data
+class ActionBody(JsonBody):
+    """``POST .../dead-letters/actions``: ``action``, ``request_id``, ``reason`` (strings),
+    ``dry_run`` (true or false), and exactly one of ``ids`` (dead-letter ids, whole
+    numbers or digit strings) and ``filter`` (the list's filter fields, strings or
+    numbers; null ones are left out)."""
 
+    action: str | None = None
+    request_id: str | None = None
+    ids: list[int] | None = None
+    filter: dict[str, str] | None = None
+    reason: str | None = None
+    dry_run: bool = False
 
-def _text(body: dict[str, Any], name: str) -> str:
-    value = body.get(name)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise BadParameter(f"{name} must be a string")
-    return value
+    @field_validator("ids", mode="before")
+    @classmethod
+    def _ids(cls, raw: Any) -> Any:
+        if raw is None:
+            return None
+        if not isinstance(raw, list):
+            raise ValueError("ids must be a list of dead-letter ids")
+        ids = []
+        for value in raw:
+            if isinstance(value, str) and value.isascii() and value.isdigit():  # not "²"
+                value = int(value)
+            # Beyond MAX_INT no record can have the id, and the database refuses to compare.
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_INT:
+                raise ValueError(
+                    f"ids must be whole numbers from 1 to {MAX_INT}, got {value!r:.40}"
+                )
+            ids.append(value)
+        return ids
 
+    @field_validator("filter", mode="before")
+    @classmethod
+    def _filter(cls, raw: Any) -> Any:
+        if raw is None:
+            return None
+        if not isinstance(raw, dict):
+            raise ValueError("filter must be an object")
+        params = {}
+        for name, value in raw.items():
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, str | int):
+                raise ValueError(f"filter field {str(name)[:40]!r} must be a string or a number")
+            params[str(name)] = str(value)
+        return params
 
-def _flag(body: dict[str, Any], name: str) -> bool:
-    value = body.get(name, False)
-    if not isinstance(value, bool):
-        raise BadParameter(f"{name} must be true or false")
-    return value
+    @model_validator(mode="after")
+    def _one_selection(self) -> ActionBody:
+        if (self.ids is None) == (self.filter is None):
+            raise ValueError("give either ids (a list of dead-letter ids) or filter (an object)")
+        return self
 
-
-def _selection(body: dict[str, Any]) -> Selection:
-    """``ids`` (record ids) or ``filter`` (the list's filter fields), exactly one."""
-    if ("ids" in body) == ("filter" in body):
-        raise BadParameter("give either ids (a list of dead-letter ids) or filter (an object)")
-    if "ids" in body:
-        return Selection.of_ids(_ids(body["ids"]))
-    raw = body["filter"]
-    if not isinstance(raw, dict):
-        raise BadParameter("filter must be an object")
-    params = {}
-    for name, value in raw.items():
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, str | int):
-            raise BadParameter(f"filter field {str(name)[:40]!r} must be a string or a number")
-        params[str(name)] = str(value)
-    return Selection.of_filter(params)
-
-
-def _ids(raw: Any) -> list[int]:
-    if not isinstance(raw, list):
-        raise BadParameter("ids must be a list of dead-letter ids")
-    ids = []
-    for value in raw:
-        if isinstance(value, str) and value.isascii() and value.isdigit():  # not "²"
-            value = int(value)
-        # Beyond MAX_INT no record can have the id, and the database refuses to compare.
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_INT:
-            raise BadParameter(f"ids must be whole numbers from 1 to {MAX_INT}, got {value!r:.40}")
-        ids.append(value)
-    return ids
+    def selection(self) -> Selection:
+        if self.ids is not None:
+            return Selection.of_ids(self.ids)
+        return Selection.of_filter(self.filter or {})
 
 
 # ---- the request: status and cancel ---------------------------------------------------
@@ -223,7 +158,7 @@ def build_request_status(request: HttpRequest, request_id: str) -> dict[str, Any
 request_api = api_view(build_request_status)
 
 
-@action_endpoint
+@action_view
 def cancel_api(request: HttpRequest, request_id: str) -> JsonResponse:
     """POST: stop the request; 200 with its shape (its final state when it had finished:
     a cancel then changes nothing)."""

@@ -17,7 +17,7 @@ Contract:
 - **Where it runs.** Up to ``INLINE_MAX`` messages inside ``submit`` (a single replay
   answers with its outcome); more in the Celery task ``tasks.run_action``; the CLI
   always inline. Either way ``runner.run`` does it, paced at ``LOCKSTEP_REPLAY_RATE_PER_S``, one
-  runner per request at a time (``lease.Lease``), only items still pending, so a task
+  runner per request at a time (``web.lease.Lease``), only items still pending, so a task
   delivered twice or a resumed request never acts on an item twice.
 - **Outcomes.** Per item: ``in_place`` / ``republished`` (record ``replayed``),
   ``discarded`` (record ``discarded``, the reason in its history), ``missing`` (no longer
@@ -48,7 +48,6 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from lockstep.dashboard.deadletters import progress
-from lockstep.dashboard.deadletters.lease import Lease
 from lockstep.dashboard.deadletters.models import (
     ActionItem,
     ActionKind,
@@ -62,7 +61,9 @@ from lockstep.dashboard.deadletters.models import (
 from lockstep.dashboard.deadletters.plans import ACTIONABLE, ActionRefused, Selection, plan
 from lockstep.dashboard.deadletters.runner import finish, fresh, move_many, run
 from lockstep.dashboard.deadletters.tasks import run_action
-from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.web.lease import Lease
+from lockstep.dashboard.web.redis_conn import get_redis
+from lockstep.dashboard.web.views import Conflict
 from lockstep.workers.dead_letters import Target, in_replay_order
 from lockstep.workers.refs import QueueRef
 
@@ -78,7 +79,7 @@ INLINE_MAX = 10
 REASON_MAX_LENGTH = 2000
 
 
-class RequestIdReused(ActionRefused):
+class RequestIdReused(ActionRefused, Conflict):
     """A request id already used for another action or group (the API answers 409)."""
 
 

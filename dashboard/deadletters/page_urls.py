@@ -3,7 +3,6 @@
 from django.urls import path
 
 from lockstep.dashboard.deadletters import pages
-from lockstep.dashboard.demo.switch import billing_switch_view
 
 urlpatterns = [
     path("dead-letters", pages.dead_letter_groups_page, name="dead-letter-groups"),
@@ -14,7 +13,6 @@ urlpatterns = [
         name="dead-letter",
     ),
     path("audit", pages.audit_page, name="audit"),
-    path("demo/billing-handler", billing_switch_view, name="demo-billing-switch"),
     # The groups page's JSON twin (the list, record and audit ones are in ``urls.py``).
     path("api/v1/dead-letters", pages.dead_letter_groups_api, name="api-dead-letter-groups"),
 ]

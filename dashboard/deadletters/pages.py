@@ -30,17 +30,12 @@ from lockstep.dashboard.deadletters.queries import (
     count_waiting,
     to_ms,
 )
-from lockstep.dashboard.deadletters.roles import DISCARD, REPLAY, may_see_bodies
 from lockstep.dashboard.deadletters.views import build_detail, build_list
-from lockstep.dashboard.demo.switch import billing_switch
-from lockstep.dashboard.monitor.redis_conn import get_redis
-from lockstep.dashboard.monitor.views.common import (
-    InvalidForm,
-    api_view,
-    int_param,
-    page_view,
-    text_param,
-)
+from lockstep.dashboard.web.pages import page_view
+from lockstep.dashboard.web.panels import group_panels
+from lockstep.dashboard.web.redis_conn import get_redis
+from lockstep.dashboard.web.roles import DISCARD, REPLAY, may_see_bodies
+from lockstep.dashboard.web.views import InvalidForm, api_view, int_param, text_param
 from lockstep.workers.inspect import groups_of, list_topics
 
 # The list's filters, as the form, the links and "Replay all matching" carry them.
@@ -65,9 +60,10 @@ def may_act(user: AbstractBaseUser | AnonymousUser) -> dict[str, bool]:
 def build_list_page(request: HttpRequest, group: str) -> dict[str, Any]:
     """The list API's answer (``views.build_list``, each item with its ``error_line``)
     plus ``form`` (the filters as given), ``form_errors`` (field → message), ``action_filter``
-    (those given, for "Replay all matching"), ``links``, ``may`` and ``demo`` (the billing
-    demo's switch, or ``None``). Filters that cannot be used raise ``InvalidForm``: the page
-    again, listing nothing, with what was typed and each field's error."""
+    (those given, for "Replay all matching"), ``links``, ``may`` and ``panels`` (what other
+    apps show on a group's page, ``web.panels``: the demo's billing switch). Filters that
+    cannot be used raise ``InvalidForm``: the page again, listing nothing, with what was
+    typed and each field's error."""
     try:
         data = build_list(request, group)
     except InvalidFilters as exc:
@@ -96,7 +92,7 @@ def _list_page(
         "action_filter": {} if errors else {name: value for name, value in form.items() if value},
         "links": list_links(request, group, form, data),
         "may": may_act(request.user),
-        "demo": billing_switch(group),
+        "panels": group_panels(group),
         "statuses": Status.values,
     }
 

@@ -23,6 +23,7 @@ from django.db.models import Count, QuerySet
 
 from lockstep.dashboard.deadletters.models import ActionKind, DeadLetter, Status
 from lockstep.dashboard.deadletters.queries import Filters
+from lockstep.dashboard.web.views import BadParameter
 from lockstep.workers.errors import UnknownTopicError
 from lockstep.workers.inspect import held_keys
 
@@ -42,7 +43,7 @@ SKIP_REASONS: dict[str, str] = {
 }
 
 
-class ActionRefused(ValueError):
+class ActionRefused(BadParameter):
     """A request that cannot be carried out as given (the API answers 400)."""
 
 

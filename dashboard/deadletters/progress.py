@@ -3,25 +3,21 @@
 The request's shape (``request_shape``) is what the API answers, what the CLI prints and
 what the progress socket carries. Pushes are hints (channel-layer messages are
 at-most-once and unordered): each carries the request as stored at that moment and a
-``seq`` that grows by one per push of that request, counted in Redis so every publisher
-(the Celery task, a cancel from the web) shares one sequence. A socket client that sees a
-seq other than the previous one + 1 re-reads ``status_url``.
+``seq`` (``web.publish``: counted in Redis per group, so every publisher of the request,
+the Celery task and a cancel from the web, shares one sequence). A socket client that
+sees a seq other than the previous one + 1 re-reads ``status_url``.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
-import redis
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.db.models import Count
 
 from lockstep.dashboard.deadletters.models import ActionItem, ActionRequest
-from lockstep.dashboard.monitor.redis_conn import channel_layer_outage, get_redis
-from lockstep.workers.outage import REDIS_DOWN, redis_outage
+from lockstep.dashboard.web.publish import group_part
+from lockstep.dashboard.web.publish import publish as publish_messages
 
 log = logging.getLogger(__name__)
 
@@ -29,17 +25,12 @@ SOCKET_PATH = "/ws/dead-letters/requests/{request_id}/"
 STATUS_URL = "/api/v1/dead-letter-requests/{request_id}"
 # The status view lists at most this many items; the counts cover them all.
 ITEMS_SHOWN = 500
-SEQ_KEY_PREFIX = "lockstep-web:action-seq:"
-# A request's push counter outlives any progress bar watching it.
-SEQ_TTL_S = 86_400
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9_\-]")
 
 
 def progress_group(request_id: str) -> str:
     """The channel group of one request's progress: ``dlq-request-<id>`` (request ids are
-    already safe; anything else is replaced, and the name stays under 100 characters)."""
-    return "dlq-request-" + _UNSAFE.sub("_", request_id)[:80]
+    already safe; another, as ``web.publish.group_part`` makes it)."""
+    return "dlq-request-" + group_part(request_id, 72)
 
 
 def outcome_counts(request: ActionRequest) -> dict[str, int]:
@@ -115,39 +106,14 @@ def request_detail(request: ActionRequest) -> dict[str, Any]:
 
 def publish(request_id: str) -> None:
     """Push the request as stored now to its progress group. Never raises: a push is a
-    hint, and losing one must not stop (or fail) the action that sent it. An unreachable
-    Redis is told once per outage (``workers.outage``), any other error with its
-    traceback."""
-    request = ActionRequest.objects.filter(request_id=request_id).first()
-    if request is None:
-        return
+    hint, and losing one must not stop (or fail) the action that sent it (``web.publish``
+    tells an outage once, any other error with its traceback)."""
     try:
-        seq = _next_seq(request_id)
-    except REDIS_DOWN as exc:
-        redis_outage.failed(exc, "dead-letter progress pushes")
-        return
-    except redis.RedisError:
+        request = ActionRequest.objects.filter(request_id=request_id).first()
+        if request is None:
+            return
+        message = {"type": "progress.update", "data": request_shape(request)}
+    except Exception:  # the database: skip it, the action goes on
         log.warning("progress push of request %s skipped", request_id, exc_info=True)
         return
-    redis_outage.ok()
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        message = {"type": "progress.update", "seq": seq, "data": request_shape(request)}
-        async_to_sync(layer.group_send)(progress_group(request_id), message)
-    except REDIS_DOWN as exc:
-        channel_layer_outage().failed(exc, "dead-letter progress pushes")
-    except Exception:  # the database, a full channel, a bug: skip it, the action goes on
-        log.warning("progress push of request %s skipped", request_id, exc_info=True)
-    else:
-        channel_layer_outage().ok()
-
-
-def _next_seq(request_id: str) -> int:
-    """The request's next push number, shared by every publisher through Redis."""
-    client = get_redis()
-    seq_key = SEQ_KEY_PREFIX + request_id
-    seq = int(client.incr(seq_key))
-    client.expire(seq_key, SEQ_TTL_S)
-    return seq
+    publish_messages([(progress_group(request_id), message)], "dead-letter progress pushes")

@@ -19,7 +19,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from lockstep.dashboard.deadletters.models import DeadLetter, Status
-from lockstep.dashboard.monitor.views.common import BadParameter, int_param, text_param
+from lockstep.dashboard.web.views import BadParameter, int_param, text_param
 
 T = TypeVar("T")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

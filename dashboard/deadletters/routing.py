@@ -2,7 +2,8 @@
 
 from django.urls import path, re_path
 
-from lockstep.dashboard.deadletters.consumers import NotFoundConsumer, RequestProgressConsumer
+from lockstep.dashboard.deadletters.consumers import RequestProgressConsumer
+from lockstep.dashboard.web.push_socket import NotFoundConsumer
 
 REQUEST_SOCKET_PATH = "/ws/dead-letters/requests/{request_id}/"  # str.format
 

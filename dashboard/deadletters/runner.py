@@ -2,7 +2,7 @@
 paced, and finishing it exactly once (see ``actions`` for the whole contract).
 
 ``run`` is what the Celery task, an inline request and the CLI call. It takes the
-request's lease first (``lease.Lease``: one runner at a time, or two runners would
+request's lease first (``web.lease.Lease``: one runner at a time, or two runners would
 interleave a key's replays), renews it before every message, and stops when the lease is
 lost (another runner took over) or the request was cancelled. Only items still
 ``pending`` are acted on, and an item takes its outcome only once (a conditional
@@ -21,7 +21,6 @@ from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from lockstep.dashboard.deadletters import progress
-from lockstep.dashboard.deadletters.lease import DEFAULT_TTL_MS, Lease
 from lockstep.dashboard.deadletters.models import (
     ActionItem,
     ActionKind,
@@ -33,7 +32,8 @@ from lockstep.dashboard.deadletters.models import (
     Status,
     StatusChange,
 )
-from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.web.lease import DEFAULT_TTL_MS, Lease
+from lockstep.dashboard.web.redis_conn import get_redis
 from lockstep.workers.dead_letters import (
     Pace,
     Replayed,

@@ -53,7 +53,7 @@ from lockstep.dashboard.deadletters.models import (
     StatusChange,
     SyncCursor,
 )
-from lockstep.dashboard.monitor.models import Event
+from lockstep.dashboard.web.store.models import Event
 from lockstep.workers import events as ev
 from lockstep.workers.inspect import DeadLetter as RuntimeDeadLetter
 from lockstep.workers.inspect import (

@@ -7,7 +7,7 @@ from celery import shared_task
 
 from lockstep.dashboard.deadletters.runner import run
 from lockstep.dashboard.deadletters.sync import sync_dead_letters as sync
-from lockstep.dashboard.monitor.redis_conn import get_redis, skipped_during_redis_outage
+from lockstep.dashboard.web.redis_conn import get_redis, skipped_during_redis_outage
 
 
 @shared_task

@@ -1,6 +1,6 @@
 """The dead-letter JSON API (read side): a group's list, one record, the export.
 
-Same conventions as every JSON view (``dashboard.monitor.views.common``): 401 JSON when
+Same conventions as every JSON view (``dashboard.web.views``): 401 JSON when
 anonymous, 404 JSON for an unknown group or record, 400 JSON for a bad parameter.
 """
 
@@ -27,10 +27,10 @@ from lockstep.dashboard.deadletters.queries import (
     page,
     sort_param,
 )
-from lockstep.dashboard.deadletters.roles import may_see_bodies
 from lockstep.dashboard.deadletters.sync import reconcile_record
-from lockstep.dashboard.monitor.redis_conn import get_redis
-from lockstep.dashboard.monitor.views.common import (
+from lockstep.dashboard.web.redis_conn import get_redis
+from lockstep.dashboard.web.roles import may_see_bodies
+from lockstep.dashboard.web.views import (
     BadParameter,
     NotFound,
     api_view,

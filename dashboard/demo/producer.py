@@ -1,6 +1,6 @@
 """The demo producer: orders move created → paid → shipped → completed, many at once.
 
-It sends as the README tells users to (README, "Producer guarantees"): every message has
+It sends as docs/api.md §3 tells users to: every message has
 an idempotency key, and a send that fails — Redis away or stalled, the message maybe
 stored — is sent again with the same key until it returns, so an outage neither stops
 the demo nor stores a message twice. An outage is logged once when it starts and once

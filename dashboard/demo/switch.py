@@ -17,10 +17,10 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from lockstep.dashboard.deadletters.roles import REPLAY
 from lockstep.dashboard.demo.handlers import FIXED_FLAG, poison_every
-from lockstep.dashboard.monitor.redis_conn import get_redis
-from lockstep.dashboard.monitor.views.errors import post_only
+from lockstep.dashboard.web.errors import post_only
+from lockstep.dashboard.web.redis_conn import get_redis
+from lockstep.dashboard.web.roles import REPLAY
 
 DEMO_GROUP = "billing"
 DEMO_HANDLER = "lockstep.dashboard.demo.handle_billing"

@@ -1,8 +1,8 @@
 from django.contrib import admin, messages
 from django.http import HttpRequest
 
-from lockstep.dashboard.monitor.models import Event, Topic
-from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.web.redis_conn import get_redis
+from lockstep.dashboard.web.store.models import Event, Topic
 from lockstep.workers.errors import LockstepError
 from lockstep.workers.topics import create_topic
 

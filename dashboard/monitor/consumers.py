@@ -9,11 +9,12 @@ completes.
   events are the queue's latest stored ones, as in its JSON view; in updates, those
   stored since the previous update (see ``dashboard.monitor.live``); newest first either
   way. Dedupe events by ``id``.
-- ``/ws/events/``: ``{"type": "events", "last_id"}``: events up to ``last_id`` are stored
-  (sent on connect, then at most every push interval while events arrive).
+- ``/ws/events/``: ``{"type": "events", "seq", "last_id"}``: events up to ``last_id`` are
+  stored (sent on connect, then at most every push interval while events arrive).
 
 Seq 0 is a fresh snapshot taken on connect; the ingester's next push sets the baseline;
-after that, any seq other than previous + 1 means "re-read the JSON view".
+after that, any seq other than previous + 1 means "re-read the JSON view" (one scheme
+for every socket: ``web.publish``).
 """
 
 from __future__ import annotations
@@ -30,54 +31,20 @@ from lockstep.dashboard.monitor.live import (
     compact_details,
     queue_group,
 )
-from lockstep.dashboard.monitor.models import IngestCursor
-from lockstep.dashboard.monitor.push_socket import PushOnlyConsumer
 from lockstep.dashboard.monitor.queries import recent_events
-from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.web.push_socket import LiveConsumer
+from lockstep.dashboard.web.redis_conn import get_redis
+from lockstep.dashboard.web.store.models import IngestCursor
 from lockstep.workers.errors import UnknownTopicError
 from lockstep.workers.inspect import get_topic, overview, queue_state
 from lockstep.workers.refs import QueueRef
 
-UNAUTHENTICATED = 4401
-NOT_FOUND = 4404
 
-
-class _HintConsumer(PushOnlyConsumer):
-    """Login check, one channel group, a snapshot on connect; what the client sends is
-    dropped (``PushOnlyConsumer``)."""
-
-    group = ""
-
-    async def connect(self) -> None:
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=UNAUTHENTICATED)
-            return
-        if not await self.resolve():
-            await self.close(code=NOT_FOUND)
-            return
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
-        await self.send_json(await database_sync_to_async(self.snapshot)())
-
-    async def disconnect(self, code: int) -> None:
-        if self.group:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
-
-    async def resolve(self) -> bool:
-        """Check the URL's arguments; set ``self.group``. False: no such thing (4404)."""
-        raise NotImplementedError
-
-    def snapshot(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-
-class OverviewConsumer(_HintConsumer):
+class OverviewConsumer(LiveConsumer):
     """``/ws/overview/``: the overview on connect (seq 0) and on every ingester push."""
 
-    async def resolve(self) -> bool:
-        self.group = OVERVIEW_GROUP
-        return True
+    async def resolve(self, kwargs: dict[str, Any]) -> str | None:
+        return OVERVIEW_GROUP
 
     def snapshot(self) -> dict[str, Any]:
         return {"type": "overview", "seq": 0, "data": overview(get_redis())}
@@ -86,19 +53,17 @@ class OverviewConsumer(_HintConsumer):
         await self.send_json({"type": "overview", "seq": message["seq"], "data": message["data"]})
 
 
-class QueueConsumer(_HintConsumer):
+class QueueConsumer(LiveConsumer):
     """``/ws/queues/<topic>/<queue>/``: one queue's state (every group) and its events."""
 
     topic = ""
     queue = -1
 
-    async def resolve(self) -> bool:
-        kwargs = self.scope["url_route"]["kwargs"]
+    async def resolve(self, kwargs: dict[str, Any]) -> str | None:
         self.topic, self.queue = str(kwargs["topic"]), int(kwargs["queue"])
         if not await database_sync_to_async(_queue_exists)(self.topic, self.queue):
-            return False
-        self.group = queue_group(self.topic, self.queue)
-        return True
+            return None
+        return queue_group(self.topic, self.queue)
 
     def snapshot(self) -> dict[str, Any]:
         data = queue_state(get_redis(), QueueRef(self.topic, self.queue))
@@ -119,19 +84,20 @@ class QueueConsumer(_HintConsumer):
         )
 
 
-class EventsConsumer(_HintConsumer):
+class EventsConsumer(LiveConsumer):
     """``/ws/events/``: "events up to ``last_id`` are stored" hints for the live feed."""
 
-    async def resolve(self) -> bool:
-        self.group = EVENTS_GROUP
-        return True
+    async def resolve(self, kwargs: dict[str, Any]) -> str | None:
+        return EVENTS_GROUP
 
     def snapshot(self) -> dict[str, Any]:
         cursor = IngestCursor.objects.filter(name=CURSOR).first()
-        return {"type": "events", "last_id": cursor.last_id if cursor else "0-0"}
+        return {"type": "events", "seq": 0, "last_id": cursor.last_id if cursor else "0-0"}
 
     async def events_hint(self, message: dict[str, Any]) -> None:
-        await self.send_json({"type": "events", "last_id": message["last_id"]})
+        await self.send_json(
+            {"type": "events", "seq": message["seq"], "last_id": message["last_id"]}
+        )
 
 
 def _queue_exists(topic: str, queue: int) -> bool:

@@ -53,7 +53,7 @@ from django.db import DatabaseError, InterfaceError, connection, transaction
 from django.db.models import F
 
 from lockstep.dashboard.monitor.live import IDLE_PUSH_SECONDS, OVERVIEW_GROUP, Publisher
-from lockstep.dashboard.monitor.models import Event, EventCounter, IngestCursor
+from lockstep.dashboard.web.store.models import Event, EventCounter, IngestCursor
 from lockstep.workers import events as ev
 from lockstep.workers import keys
 from lockstep.workers.connection import cluster_of
@@ -330,10 +330,6 @@ class Ingester:
         self.stored = 0
         # Per stream; a stream missing: read its cursor from the database first.
         self._cursors: dict[str, Cursor] = {}
-
-    @property
-    def seq(self) -> int:
-        return self.publisher.seq
 
     def streams(self) -> list[str]:
         """The streams this pass reads (``workers.events.event_streams``)."""

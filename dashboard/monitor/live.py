@@ -3,8 +3,8 @@
 Channel-layer messages are at-most-once (``channels_redis`` drops a message when the
 receiving channel is full, about 1,000 a second here) and carry no ordering promise, so
 nothing is ever sent per event. Instead, every ``push`` sends at most one message per
-channel group, each carrying state read from Redis at that moment plus a sequence number
-that counts that group's pushes since the ingester started:
+channel group, each carrying state read from Redis at that moment, numbered by
+``web.publish`` (its group's ``seq``):
 
 - group ``overview``: ``{"type": "overview.update", "seq", "data": overview()}``;
 - group ``queue_group(topic, queue)``, only for queues that changed since their last push
@@ -15,35 +15,31 @@ that counts that group's pushes since the ingester started:
   (``queries.event_dict``, newest first, without the periodic ``NOISY_TYPES``), except
   that details over DETAILS_MAX_CHARS keep only their scalar fields (``"truncated":
   true``);
-- group ``events``: ``{"type": "events.hint", "last_id": <last stream ID stored>}`` when
-  events were stored since the last hint.
+- group ``events``: ``{"type": "events.hint", "seq", "last_id": <last stream ID stored>}``
+  when events were stored since the last hint.
 
 A receiver that sees a seq other than the previous one + 1 (a lost message, or a restarted
-ingester starting again at 1) must re-read the JSON view; events may repeat across a
-snapshot and the next update (dedupe by ``id``).
+ingester: its first push is ``fresh`` and skips a number) must re-read the JSON view;
+events may repeat across a snapshot and the next update (dedupe by ``id``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import re
 import time
 from collections import defaultdict, deque
 from collections.abc import Iterable
 from typing import Any
 
 import redis
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 
-from lockstep.dashboard.monitor.models import Event
 from lockstep.dashboard.monitor.queries import NOISY_TYPES, event_dict
-from lockstep.dashboard.monitor.redis_conn import channel_layer_outage
+from lockstep.dashboard.web.publish import group_part, publish
+from lockstep.dashboard.web.store.models import Event
 from lockstep.workers.errors import UnknownTopicError
 from lockstep.workers.inspect import QueueLag, TopicState, overview, queue_of, topic_state
-from lockstep.workers.outage import REDIS_DOWN
+from lockstep.workers.refs import QueueRef
 
 log = logging.getLogger(__name__)
 
@@ -58,22 +54,14 @@ IDLE_PUSH_SECONDS = 2.0
 DETAILS_MAX_CHARS = 1000
 DETAIL_TEXT_MAX = 200
 
-# Channel-layer group names: ASCII letters, digits, '-', '_', '.', shorter than 100.
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
-_SAFE_TOPIC_CHARS = 60
-
 Message = dict[str, Any]
 
 
 def queue_group(topic: str, queue: int) -> str:
-    """The channel group of one queue: ``queue.<topic>.<queue>``. A topic name that is not
-    a valid group name as is (``%``, or too long) is cut down to safe characters and
-    suffixed with a digest of the real name, so two topics never share a group."""
-    safe = _UNSAFE.sub("_", topic)
-    if safe == topic and len(topic) <= _SAFE_TOPIC_CHARS:
-        return f"queue.{topic}.{queue}"
-    digest = hashlib.sha1(topic.encode()).hexdigest()[:10]
-    return f"queue.{safe[:_SAFE_TOPIC_CHARS]}_h{digest}.{queue}"
+    """The channel group of one queue: ``queue.<topic>.<queue>`` (a topic name that is
+    not a valid group name as is, ``%`` or too long, as ``web.publish.group_part`` makes
+    it)."""
+    return f"queue.{group_part(topic)}.{queue}"
 
 
 def compact_event(row: Event) -> dict[str, Any]:
@@ -120,10 +108,9 @@ class Publisher:
     def __init__(self, client: redis.Redis, interval: float = 0.5) -> None:
         self.client = client
         self.interval = interval
-        self.seq = 0
-        self.queue_seq: dict[tuple[str, int], int] = defaultdict(int)
-        self._pending: dict[tuple[str, int], deque[Event]] = {}
-        self._signatures: dict[tuple[str, int], tuple[Any, ...]] = {}
+        self._pushed = False
+        self._pending: dict[QueueRef, deque[Event]] = {}
+        self._signatures: dict[QueueRef, tuple[Any, ...]] = {}
         self._last_id = ""
         self._hinted_id = ""
         self._dirty = False
@@ -136,7 +123,7 @@ class Publisher:
             # shows that the state signature would not catch.
             if row.topic and row.queue is not None and row.type not in NOISY_TYPES:
                 recent = self._pending.setdefault(
-                    (row.topic, row.queue), deque(maxlen=RECENT_EVENTS)
+                    QueueRef(row.topic, row.queue), deque(maxlen=RECENT_EVENTS)
                 )
                 recent.appendleft(row)  # shaped at push time: most are dropped before
         self._last_id = last_id
@@ -151,22 +138,21 @@ class Publisher:
         to the channel layer. Redis errors propagate (the caller backs off)."""
         self._last_push = time.monotonic()
         self._dirty = False
-        messages = self._collect()
-        layer = get_channel_layer()
-        if layer is None:
-            return 0
-        return int(async_to_sync(_send_all)(layer, messages))
+        # The first push names every queue (no signature is known yet), so a fresh
+        # start leaves a gap in every group a page may watch.
+        sent = publish(self._collect(), "live pushes", fresh=not self._pushed)
+        self._pushed = self._pushed or sent > 0
+        return sent
 
     def _collect(self) -> list[tuple[str, Message]]:
         snapshot = overview(self.client)
-        self.seq += 1
         messages: list[tuple[str, Message]] = [
-            (OVERVIEW_GROUP, {"type": "overview.update", "seq": self.seq, "data": snapshot})
+            (OVERVIEW_GROUP, {"type": "overview.update", "data": snapshot})
         ]
         changed = set(self._pending)
         for topic in snapshot["topics"]:
             for q in topic["queues"]:
-                where = (topic["name"], q["queue"])
+                where = QueueRef(topic["name"], q["queue"])
                 signature = _signature(q)
                 if self._signatures.get(where) != signature:
                     self._signatures[where] = signature
@@ -177,20 +163,20 @@ class Publisher:
             messages.append((EVENTS_GROUP, {"type": "events.hint", "last_id": self._last_id}))
         return messages
 
-    def _queue_messages(self, changed: set[tuple[str, int]]) -> list[tuple[str, Message]]:
+    def _queue_messages(self, changed: set[QueueRef]) -> list[tuple[str, Message]]:
         by_topic: dict[str, list[int]] = defaultdict(list)
-        for topic, queue in sorted(changed):
-            by_topic[topic].append(queue)
+        for ref in sorted(changed):
+            by_topic[ref.topic].append(ref.queue)
         out: list[tuple[str, Message]] = []
         for topic, queues in by_topic.items():
             try:
                 state = topic_state(self.client, topic)
             except UnknownTopicError:  # events may name a topic that was never created
                 for queue in queues:
-                    self._pending.pop((topic, queue), None)
+                    self._pending.pop(QueueRef(topic, queue), None)
                 continue
             for queue in queues:
-                rows = self._pending.pop((topic, queue), ())
+                rows = self._pending.pop(QueueRef(topic, queue), ())
                 if 0 <= queue < state["queue_count"]:
                     events = [compact_event(row) for row in rows]
                     out.append(self._queue_message(state, queue, events))
@@ -199,31 +185,8 @@ class Publisher:
     def _queue_message(
         self, state: TopicState, queue: int, events: list[dict[str, Any]]
     ) -> tuple[str, Message]:
-        topic = state["name"]
-        self.queue_seq[(topic, queue)] += 1
-        return queue_group(topic, queue), {
+        return queue_group(state["name"], queue), {
             "type": "queue.update",
-            "seq": self.queue_seq[(topic, queue)],
             "data": queue_of(state, queue),  # queue_state's shape, from one topic read
             "events": events,
         }
-
-
-async def _send_all(layer: Any, messages: list[tuple[str, Message]]) -> int:
-    """Send every message; at the first that fails the rest are skipped (they are hints,
-    and would fail the same way; the next tick tries again). An unreachable Redis is told
-    once per outage (``channel_layer_outage``); any other error with its traceback."""
-    sent = 0
-    for group, message in messages:
-        try:
-            await layer.group_send(group, message)
-        except REDIS_DOWN as exc:
-            channel_layer_outage().failed(exc, "live pushes")
-            break
-        except Exception:
-            log.warning("channel layer failed; %s push skipped", group, exc_info=True)
-            break
-        sent += 1
-    if sent:
-        channel_layer_outage().ok()
-    return sent

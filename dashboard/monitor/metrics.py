@@ -8,10 +8,11 @@ group and queue names by accident. In development without a token it is open, as
 
 Each scrape makes one live read (``read_state``): the lag of every topic
 (``workers.inspect.overview``, a few pipelined Redis round trips), the consumers' cards,
-the dead-letter stream lengths (one round trip), the stuck queues, the ``EventCounter``
-table and the unresolved alerts (one query each). A ``LockstepCollector`` turns that
-reading into metric families in a private ``CollectorRegistry`` (never the process-wide
-default one, so nothing else leaks in and nothing outlives the request). With Redis
+the dead-letter stream lengths (one round trip), the stuck queues and the
+``EventCounter`` table (one query). A ``LockstepCollector`` turns that reading into
+metric families in a private ``CollectorRegistry`` (never the process-wide default one,
+so nothing else leaks in and nothing outlives the request), after which come the
+families other apps register with ``web.metrics`` (the unresolved alerts). With Redis
 unreachable the answer is a 503 with one line of text, so Prometheus records ``up == 0``
 instead of a half-empty page.
 
@@ -32,18 +33,16 @@ from typing import Any
 
 import redis
 from django.conf import settings
-from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from lockstep.dashboard.alerts.models import ACKNOWLEDGED, OPEN, Alert
-from lockstep.dashboard.alerts.rules import RULES
-from lockstep.dashboard.monitor.health import read_stuck
-from lockstep.dashboard.monitor.models import EventCounter
-from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.web.metrics import feature_collectors
+from lockstep.dashboard.web.redis_conn import get_redis
+from lockstep.dashboard.web.store.models import EventCounter
+from lockstep.dashboard.web.store.stuck import read_stuck
 from lockstep.workers.inspect import (
     GroupState,
     LiveConsumer,
@@ -55,13 +54,11 @@ from lockstep.workers.inspect import (
 )
 from lockstep.workers.inspect.consumers import cards_of, heartbeat_timeout
 from lockstep.workers.inspect.state import group_state
-from lockstep.workers.refs import QueueRef
+from lockstep.workers.refs import GroupQueue, QueueRef
 
 log = logging.getLogger(__name__)
 
 QUEUE_LABELS = ("topic", "group", "queue")
-# (topic, group, queue number): one group on one queue.
-Cell = tuple[str, str, int]
 
 # (metric, help, field of a group's state); all labelled topic/group/queue.
 GROUP_GAUGES = (
@@ -128,26 +125,23 @@ COUNTERS = (
 
 # The ingester's own counters: one series each, without labels.
 UNLABELLED_COUNTERS = ("events_lost", "event_stream_gaps")
-# The unresolved alert states, each a series per rule.
-ALERT_STATES = (OPEN, ACKNOWLEDGED)
 
 
 @dataclass(frozen=True)
 class Reading:
     """Everything one scrape shows, read once. ``states`` and ``dead_letters`` have an
     entry for every (topic, group, queue) of ``snapshot``; ``stuck`` names the stuck ones
-    (``dashboard.monitor.health.read_stuck``, the one definition of docs/stuck.md, whatever
+    (``dashboard.web.store.stuck.read_stuck``, the one definition of docs/stuck.md, whatever
     the reason); ``consumers`` are the
     registered cards, live or silent (``heartbeat_age_s`` above ``heartbeat_timeout_s``)."""
 
     snapshot: Overview
-    states: dict[Cell, GroupState]
+    states: dict[GroupQueue, GroupState]
     consumers: list[LiveConsumer]
     heartbeat_timeout_s: float
-    stuck: frozenset[Cell]
-    dead_letters: dict[Cell, int]
+    stuck: frozenset[GroupQueue]
+    dead_letters: dict[GroupQueue, int]
     counters: list[EventCounter]
-    alerts: dict[tuple[str, str], int]  # (rule, state) -> unresolved alerts
 
 
 def read_state(client: redis.Redis) -> Reading:
@@ -159,14 +153,14 @@ def read_state(client: redis.Redis) -> Reading:
     live = [c for c in registered if c["heartbeat_age_s"] <= timeout_s]
     cards = cards_of(live, None)
     live_ids = {c["id"] for c in live}
-    states: dict[Cell, GroupState] = {}
+    states: dict[GroupQueue, GroupState] = {}
     for topic in snapshot["topics"]:
         for q in topic["queues"]:
             ref = QueueRef(topic["name"], q["queue"])
             for g in q["groups"]:
                 card = cards.get(QueueCardKey(ref, g["group"], g["owner"] or ""))
                 owner_live = g["owner"] in live_ids
-                states[(ref.topic, g["group"], ref.queue)] = group_state(
+                states[GroupQueue(ref, g["group"])] = group_state(
                     g, card, now_ms, owner_live=owner_live
                 )
     return Reading(
@@ -175,28 +169,12 @@ def read_state(client: redis.Redis) -> Reading:
         consumers=registered,
         heartbeat_timeout_s=timeout_s,
         stuck=frozenset(
-            (s["topic"], s["group"], int(s["queue"]))
+            GroupQueue(QueueRef(s["topic"], int(s["queue"])), s["group"])
             for s in read_stuck(client, snapshot, registered)
         ),
-        dead_letters=_dead_letters(client, states),
+        dead_letters=dead_letter_counts(client, states),
         counters=list(EventCounter.objects.order_by("name", "topic", "group", "queue")),
-        alerts=_unresolved_alerts(),
     )
-
-
-def _dead_letters(client: redis.Redis, cells: Iterable[Cell]) -> dict[Cell, int]:
-    counts = dead_letter_counts(client, [(QueueRef(t, q), g) for t, g, q in cells])
-    return {(ref.topic, group, ref.queue): n for (ref, group), n in counts.items()}
-
-
-def _unresolved_alerts() -> dict[tuple[str, str], int]:
-    rows = (
-        Alert.objects.filter(state__in=ALERT_STATES)
-        .values_list("rule", "state")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    return {(rule, state): n for rule, state, n in rows}
 
 
 class LockstepCollector(Collector):
@@ -209,7 +187,6 @@ class LockstepCollector(Collector):
         yield from queue_families(self.reading)
         yield from consumer_families(self.reading)
         yield from counter_families(self.reading.counters)
-        yield alert_family(self.reading.alerts)
 
 
 def _gauge(name: str, text: str, labels: Iterable[str] = QUEUE_LABELS) -> GaugeMetricFamily:
@@ -247,7 +224,7 @@ def queue_families(reading: Reading) -> list[Metric]:
         for q in topic["queues"]:
             max_offset.add_metric([topic["name"], str(q["queue"])], q["max_offset"])
             for group in topic["groups"]:
-                cell = (topic["name"], group, q["queue"])
+                cell = GroupQueue(QueueRef(topic["name"], q["queue"]), group)
                 g = reading.states[cell]
                 labels = [topic["name"], group, str(q["queue"])]
                 fields: Mapping[str, Any] = g
@@ -312,23 +289,12 @@ def counter_families(rows: Iterable[EventCounter]) -> list[Metric]:
     return families
 
 
-def alert_family(counts: dict[tuple[str, str], int]) -> Metric:
-    family = _gauge(
-        "lockstep_alerts",
-        "Unresolved alerts of the built-in rules, per rule and state (open or acknowledged).",
-        labels=("rule", "state"),
-    )
-    rules = sorted(set(RULES) | {rule for rule, _ in counts})
-    for rule in rules:
-        for state in ALERT_STATES:
-            family.add_metric([rule, state], counts.get((rule, state), 0))
-    return family
-
-
 def render_metrics(client: redis.Redis) -> bytes:
     """The exposition of one live read. Raises ``redis.RedisError`` when Redis fails."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(LockstepCollector(read_state(client)))
+    for collector in feature_collectors():
+        registry.register(collector)
     return generate_latest(registry)
 
 

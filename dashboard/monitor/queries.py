@@ -11,15 +11,15 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from django.db.models import BigIntegerField, Count, Max, Min, Q, QuerySet
-from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
+from django.db.models import Count, Max, Min, QuerySet
 
-from lockstep.dashboard.monitor.models import Event
+from lockstep.dashboard.web.store.models import Event
+from lockstep.dashboard.web.store.queries import at, event_dict, to_ms
 from lockstep.workers import events as ev
+from lockstep.workers.refs import GroupQueue, QueueRef
 
 # Types an operator can pick in the feed: every name the runtime emits, and the marker the
 # ingester stores where the event stream was trimmed before it could read it.
@@ -38,25 +38,9 @@ LOCK_ENDS = {
 # The newest commit before a rate window is looked for this far back: older than that,
 # the queue was idle and its first commit in the window starts the count.
 BASELINE_LOOKBACK_MS = 3_600_000
-# A queue counts as not moving only over lag samples this recent (older ones are pruned
-# slowly and would make every long-idle queue look stuck for days).
-STUCK_LOOKBACK_MS = 24 * 3_600_000
 # An event's ID: its stream entry ID, or one the ingester made up for an event of its own
 # (``lost:<entry ID>`` for the ``events_lost`` marker of a gap).
 STREAM_ID = re.compile(r"^(?:[a-z_]{1,10}:)?\d{1,20}-\d{1,20}$")
-
-
-def at(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000.0, tz=UTC)
-
-
-def to_ms(when: datetime) -> int:
-    return round(when.timestamp() * 1000)
-
-
-def event_dict(event: Event) -> dict[str, Any]:
-    """An event as the JSON views show it: ``Event.as_dict`` plus ``ts_ms``."""
-    return {**event.as_dict(), "ts_ms": to_ms(event.ts)}
 
 
 # ---- rates (overview) ------------------------------------------------------------------
@@ -74,18 +58,18 @@ def topic_in_rates(topics: Iterable[str], now_ms: int, window_s: int) -> dict[st
         .order_by("ts", "id")
         .values_list("topic", "queue", "ts", "details")
     )
-    first: dict[tuple[str, int], tuple[datetime, int]] = {}
-    last: dict[tuple[str, int], tuple[datetime, int]] = {}
+    first: dict[QueueRef, tuple[datetime, int]] = {}
+    last: dict[QueueRef, tuple[datetime, int]] = {}
     for topic, queue, ts, details in rows:
         point = (ts, int(details.get("max_offset", 0)))
-        first.setdefault((topic, queue or 0), point)
-        last[(topic, queue or 0)] = point
+        first.setdefault(QueueRef(topic, queue or 0), point)
+        last[QueueRef(topic, queue or 0)] = point
     rates: dict[str, float] = {}
-    for cell, (t0, m0) in first.items():
-        t1, m1 = last[cell]
+    for ref, (t0, m0) in first.items():
+        t1, m1 = last[ref]
         span_s = (t1 - t0).total_seconds()
         if span_s > 0:
-            rates[cell[0]] = rates.get(cell[0], 0.0) + max(0, m1 - m0) / span_s
+            rates[ref.topic] = rates.get(ref.topic, 0.0) + max(0, m1 - m0) / span_s
     return {topic: round(rate, 3) for topic, rate in rates.items()}
 
 
@@ -98,13 +82,13 @@ def committed_counts(
     - 1, exact for batches of one and at most one batch short otherwise)."""
     start = now_ms - window_s * 1000
     names = list(topics)
-    top: dict[tuple[str, str, int], int] = {}
-    low: dict[tuple[str, str, int], int] = {}
+    top: dict[GroupQueue, int] = {}
+    low: dict[GroupQueue, int] = {}
     rows = Event.objects.filter(
         type=ev.OFFSET_COMMITTED, topic__in=names, ts__gte=at(start)
     ).values_list("topic", "group", "queue", "details")
     for topic, group, queue, details in rows:
-        cell = (topic, group, queue or 0)
+        cell = GroupQueue(QueueRef(topic, queue or 0), group)
         offset = int(details.get("offset", 0))
         top[cell] = max(top.get(cell, offset), offset)
         begin = int(details.get("from_offset", offset)) - 1
@@ -112,11 +96,11 @@ def committed_counts(
     baseline = _commits_before(names, start)
     counts: dict[tuple[str, str], int] = defaultdict(int)
     for cell, high in top.items():
-        counts[cell[:2]] += max(0, high - baseline.get(cell, low[cell]))
+        counts[(cell.topic, cell.group)] += max(0, high - baseline.get(cell, low[cell]))
     return dict(counts)
 
 
-def _commits_before(topics: list[str], start_ms: int) -> dict[tuple[str, str, int], int]:
+def _commits_before(topics: list[str], start_ms: int) -> dict[GroupQueue, int]:
     newest = (
         Event.objects.filter(
             type=ev.OFFSET_COMMITTED,
@@ -129,7 +113,7 @@ def _commits_before(topics: list[str], start_ms: int) -> dict[tuple[str, str, in
         .values_list("last", flat=True)
     )
     return {
-        (e.topic, e.group, e.queue or 0): int(e.details.get("offset", 0))
+        GroupQueue(QueueRef(e.topic, e.queue or 0), e.group): int(e.details.get("offset", 0))
         for e in Event.objects.filter(id__in=list(newest))
     }
 
@@ -145,35 +129,6 @@ def retry_counts(topics: Iterable[str], now_ms: int, window_s: int) -> dict[tupl
         .annotate(n=Count("id"))
     )
     return {(topic, group): n for topic, group, n in rows}
-
-
-def not_moving_since(
-    topic: str, group: str, queue: int, committed: int, now_ms: int, done: int | None = None
-) -> int | None:
-    """Since when (ms) the lag samples have shown no progress (docs/stuck.md): the
-    committed offset ``committed`` and, when given, ``done`` (max offset - lag: the
-    messages handled, so under key ordering offsets completed above the committed one
-    count as progress), with a lag above zero, without a break: the time of the oldest
-    sample of that newest unbroken run. ``None`` when the newest sample breaks it (or
-    there are none)."""
-    samples = Event.objects.filter(
-        type=ev.LAG_SAMPLED,
-        topic=topic,
-        group=group,
-        queue=queue,
-        ts__gte=at(now_ms - STUCK_LOOKBACK_MS),
-    )
-    broke = ~Q(details__committed_offset=committed) | Q(details__lag__lte=0)
-    if done is not None:
-        samples = samples.annotate(
-            done=Cast(KT("details__max_offset"), BigIntegerField())
-            - Cast(KT("details__lag"), BigIntegerField())
-        )
-        broke |= ~Q(done=done)
-    moved = samples.filter(broke).order_by("-ts", "-id").values_list("ts", flat=True).first()
-    run = samples.filter(ts__gt=moved) if moved is not None else samples
-    oldest = run.order_by("ts", "id").values_list("ts", flat=True).first()
-    return to_ms(oldest) if oldest is not None else None
 
 
 # ---- one consumer group ----------------------------------------------------------------

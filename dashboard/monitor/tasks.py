@@ -12,24 +12,23 @@ import redis
 from celery import shared_task
 from django.utils import timezone
 
-from lockstep.dashboard.monitor import retention
-from lockstep.dashboard.monitor.redis_conn import get_redis, skipped_during_redis_outage
+from lockstep.dashboard.web import retention
+from lockstep.dashboard.web.redis_conn import get_redis, skipped_during_redis_outage
 from lockstep.workers import events as ev
-from lockstep.workers import keys
 from lockstep.workers.config import Limits
 from lockstep.workers.inspect import (
     BlockedKey,
     GroupState,
     HeldKey,
     held_keys,
+    keys_at,
     list_topics,
     redis_now_ms,
 )
 from lockstep.workers.inspect.consumers import QueueCardKey, cards_of, consumers
 from lockstep.workers.inspect.lag import topic_lag
 from lockstep.workers.inspect.state import group_state
-from lockstep.workers.redis_types import entries
-from lockstep.workers.refs import QueueRef
+from lockstep.workers.refs import GroupQueue, QueueRef
 from lockstep.workers.topics import Topic
 
 # A sample is one event per (topic, queue, group) every LOCKSTEP_LAG_SAMPLE_SECONDS: its
@@ -41,11 +40,11 @@ ERROR_CHARS = 200
 
 
 class _Cell(NamedTuple):
-    """One (queue, group) of a topic."""
+    """One group on one queue of a topic, as sampled."""
 
-    queue: int
+    at: GroupQueue
     max_offset: int
-    group: GroupState
+    state: GroupState
 
 
 @shared_task
@@ -76,17 +75,17 @@ def lag_samples(client: redis.Redis) -> list[ev.Event]:
             for g in q["groups"]:
                 card = cards.get(QueueCardKey(ref, g["group"], g["owner"] or ""))
                 state = group_state(g, card, now_ms, owner_live=g["owner"] in live_ids)
-                cells.append(_Cell(q["queue"], q["max_offset"], state))
+                cells.append(_Cell(GroupQueue(ref, g["group"]), q["max_offset"], state))
         held = _held(client, topic, cells)
-        heads = _head_keys(client, topic, cells)
+        heads = _head_keys(client, cells)
         samples += [
             ev.Event(
                 ev.LAG_SAMPLED,
                 now_ms,
                 topic.name,
-                cell.group["group"],
-                cell.queue,
-                details=_details(cell, held.get((cell.queue, cell.group["group"]), []), heads),
+                cell.at.group,
+                cell.at.queue,
+                details=_details(cell, held.get(cell.at, []), heads),
             )
             for cell in cells
         ]
@@ -94,12 +93,12 @@ def lag_samples(client: redis.Redis) -> list[ev.Event]:
 
 
 def _details(
-    cell: _Cell, held: list[dict[str, Any]], heads: dict[tuple[int, int], str]
+    cell: _Cell, held: list[dict[str, Any]], heads: dict[tuple[QueueRef, int], str]
 ) -> dict[str, Any]:
     """A sample's details (docs/events.md §2): ``blocked_keys`` lists the owner's blocked
     keys (``held`` false), then the held ones (``held`` true, ``error`` "held", at the
     offset of the dead letter holding them, ``waiting`` their parked messages)."""
-    g = cell.group
+    g = cell.state
     head = _head_offset(g, cell.max_offset)
     blocked = [_blocked(b) for b in g.get("blocked_keys", [])[:BLOCKED_KEYS_CAP]]
     return {
@@ -111,7 +110,7 @@ def _details(
         "state": g["state"],
         "retries": g["retries"],
         "head_offset": head,
-        "head_key": "" if head is None else heads.get((cell.queue, head), ""),
+        "head_key": "" if head is None else heads.get((cell.at.ref, head), ""),
         "blocked_count": g.get("blocked_count", 0),
         "blocked_keys": blocked + held,
         "held_keys": g["parked_keys"],
@@ -140,14 +139,14 @@ def _blocked(b: BlockedKey) -> dict[str, Any]:
 
 def _held(
     client: redis.Redis, topic: Topic, cells: list[_Cell]
-) -> dict[tuple[int, str], list[dict[str, Any]]]:
-    """(queue, group) -> its held keys, held longest first, at most ``HELD_KEYS_CAP``;
+) -> dict[GroupQueue, list[dict[str, Any]]]:
+    """A group on a queue -> its held keys, held longest first, at most ``HELD_KEYS_CAP``;
     read only for the groups that have any (the lag counted them)."""
-    groups = sorted({c.group["group"] for c in cells if c.group["parked_keys"]})
-    found: dict[tuple[int, str], list[HeldKey]] = defaultdict(list)
+    groups = sorted({c.at.group for c in cells if c.state["parked_keys"]})
+    found: dict[GroupQueue, list[HeldKey]] = defaultdict(list)
     for group in groups:
         for h in held_keys(client, topic.name, group):
-            found[(h["queue"], group)].append(h)
+            found[GroupQueue(QueueRef(topic.name, h["queue"]), group)].append(h)
     return {
         cell: [_held_entry(h) for h in sorted(hs, key=_held_longest_first)[:HELD_KEYS_CAP]]
         for cell, hs in found.items()
@@ -170,28 +169,18 @@ def _held_entry(h: HeldKey) -> dict[str, Any]:
     }
 
 
-def _head_keys(client: redis.Redis, topic: Topic, cells: list[_Cell]) -> dict[tuple[int, int], str]:
+def _head_keys(client: redis.Redis, cells: list[_Cell]) -> dict[tuple[QueueRef, int], str]:
     """(queue, offset) -> the key of the message at each head offset, "" when the stream
-    has no such entry or it is malformed (as ``workers.inspect.key_at``, in one pipelined
-    round trip for the whole topic)."""
-    heads = {(c.queue, _head_offset(c.group, c.max_offset)) for c in cells}
-    wanted = sorted((queue, head) for queue, head in heads if head is not None)
-    if not wanted:
-        return {}
-    pipe = client.pipeline(transaction=False)
-    for queue, offset in wanted:
-        entry_id = f"{offset}-1"
-        pipe.xrange(keys.stream(QueueRef(topic.name, queue)), min=entry_id, max=entry_id)
-    found = {}
-    for at, reply in zip(wanted, pipe.execute(), strict=True):
-        fields = entries(reply)[0][1] if reply else {}
-        found[at] = fields.get(b"k", b"").decode("utf-8", "replace")
-    return found
+    has no such entry or it is malformed (``workers.inspect.keys_at``: one pipelined round
+    trip for the whole topic)."""
+    heads = {(c.at.ref, _head_offset(c.state, c.max_offset)) for c in cells}
+    return keys_at(client, sorted((ref, head) for ref, head in heads if head is not None))
 
 
 @shared_task
 def prune_events() -> int:
     """Hourly (beat): every kind of time-series row past its retention is deleted
-    (``dashboard.monitor.retention``: events, samples, analytics runs, resolved alerts).
+    (``dashboard.web.retention``: the kinds the apps register; events, samples,
+    analytics runs, resolved alerts, test deliveries).
     Returns the rows deleted over all kinds."""
     return sum(retention.prune_all(timezone.now()).values())

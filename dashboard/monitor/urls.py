@@ -1,6 +1,7 @@
 from django.urls import path
 
-from lockstep.dashboard.monitor import time_zone, views
+from lockstep.dashboard.monitor import views
+from lockstep.dashboard.web import time_zone
 
 # A group is named by whoever subscribes (no rule forbids "/": "billing/eu" is fine), so
 # group paths use the ``path`` converter; ``str`` stops at "/" and would 404 those groups.

@@ -19,7 +19,6 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
-from lockstep.dashboard.monitor.health import duration
 from lockstep.dashboard.reports.models import (
     AnalyticsRun,
     GroupDay,
@@ -30,6 +29,7 @@ from lockstep.dashboard.reports.models import (
     RetryHotspot,
     StuckEpisode,
 )
+from lockstep.dashboard.web.formatting import duration
 
 # No run can analyse a day before the data set existed; a bound also keeps "the day
 # before" and "a week earlier" inside what ``date`` can hold.

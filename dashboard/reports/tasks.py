@@ -7,9 +7,9 @@ import logging
 
 from celery import shared_task
 
-from lockstep.dashboard.monitor.redis_conn import skipped_during_redis_outage
 from lockstep.dashboard.reports import runner, writer
 from lockstep.dashboard.reports.models import AnalyticsRun
+from lockstep.dashboard.web.redis_conn import skipped_during_redis_outage
 
 log = logging.getLogger(__name__)
 

@@ -14,29 +14,19 @@ Bad input is 400 and an unknown run 404, never a 500.
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import date
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, PermissionsMixin
-from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.urls import reverse
 from django.utils.http import urlencode
+from pydantic import ConfigDict, field_validator
 
-from lockstep.dashboard.deadletters.action_views import action_endpoint
-from lockstep.dashboard.monitor.views.common import (
-    BadParameter,
-    NotFound,
-    api_view,
-    int_param,
-    page_view,
-    text_param,
-)
-from lockstep.dashboard.monitor.views.errors import error_answer, post_only
 from lockstep.dashboard.reports import runner
 from lockstep.dashboard.reports.models import AnalyticsRun
 from lockstep.dashboard.reports.report import (
@@ -45,6 +35,18 @@ from lockstep.dashboard.reports.report import (
     day_report,
     default_day,
     run_state,
+)
+from lockstep.dashboard.web.errors import error_answer, post_only
+from lockstep.dashboard.web.json_input import JsonBody, parse_body
+from lockstep.dashboard.web.pages import page_view
+from lockstep.dashboard.web.roles import has_perm
+from lockstep.dashboard.web.views import (
+    BadParameter,
+    NotFound,
+    action_view,
+    api_view,
+    int_param,
+    text_param,
 )
 
 RUN_ANALYTICS = "reports.run_analytics"
@@ -56,7 +58,7 @@ PAIR = ("topic", "group")
 
 
 def may_run(user: AbstractBaseUser | AnonymousUser) -> bool:
-    return isinstance(user, PermissionsMixin) and user.has_perm(RUN_ANALYTICS)
+    return has_perm(user, RUN_ANALYTICS)
 
 
 def require_run_permission(user: AbstractBaseUser | AnonymousUser) -> None:
@@ -126,7 +128,7 @@ def run_api(request: HttpRequest, run_id: str) -> dict[str, Any]:
 # ---- Run now -----------------------------------------------------------------------------
 
 
-@action_endpoint
+@action_view
 def start_run_api(request: HttpRequest) -> JsonResponse:
     require_run_permission(request.user)
     day = _body_day(request)
@@ -137,18 +139,30 @@ def start_run_api(request: HttpRequest) -> JsonResponse:
     return JsonResponse(run_state(run), status=202)
 
 
+GIVE_THE_DAY = 'give the day to analyse: {"day": "YYYY-MM-DD"}'
+
+
+class RunBody(JsonBody):
+    """``POST /api/v1/analytics/runs``: ``{"day": "YYYY-MM-DD"}`` (a UTC day as
+    ``day_param`` takes it); other fields are ignored."""
+
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+    day: str | None = None
+
+    @field_validator("day", mode="before")
+    @classmethod
+    def _day(cls, value: Any) -> Any:
+        if value is not None and (not isinstance(value, str) or day_param(value) is None):
+            raise ValueError(GIVE_THE_DAY)
+        return value
+
+
 def _body_day(request: HttpRequest) -> date:
-    try:
-        body = json.loads(request.body or b"{}")
-    except RequestDataTooBig:
-        raise BadParameter("the request body is too large") from None
-    except (ValueError, UnicodeDecodeError):
-        raise BadParameter('the request body must be JSON: {"day": "YYYY-MM-DD"}') from None
-    value = body.get("day") if isinstance(body, dict) else None
-    day = day_param(value) if isinstance(value, str) else None
+    day = parse_body(request, RunBody, example='{"day": "YYYY-MM-DD"}').day
     if day is None:
-        raise BadParameter('give the day to analyse: {"day": "YYYY-MM-DD"}')
-    return day
+        raise BadParameter(GIVE_THE_DAY)
+    return date.fromisoformat(day)
 
 
 @login_required

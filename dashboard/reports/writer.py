@@ -3,7 +3,7 @@
 
 Two sources, each read after its cursors (``DataCursor`` rows):
 
-- stored events (``dashboard.monitor.models.Event``) after the ``events`` cursor (the last
+- stored events (``dashboard.web.store.models.Event``) after the ``events`` cursor (the last
   id written), in database id order: ``lag_sampled`` rows go to ``samples``, every other
   type (the ingester's ``events_lost`` too) to ``events``, with the columns docs/analytics.md
   §1 lifts out of the details;
@@ -57,12 +57,12 @@ from redis.lock import Lock
 
 from lockstep.analytics.layout import EVENTS, MESSAGES, SAMPLES, arrow_schema
 from lockstep.analytics.storage import write_batch
-from lockstep.dashboard.monitor.models import Event
-from lockstep.dashboard.monitor.redis_conn import get_redis
 from lockstep.dashboard.reports.models import DataCursor
+from lockstep.dashboard.web.redis_conn import get_redis
+from lockstep.dashboard.web.store.models import Event
 from lockstep.workers import events as ev
-from lockstep.workers import keys
-from lockstep.workers.redis_types import Entry, entries
+from lockstep.workers.inspect import StreamRange, stream_ranges
+from lockstep.workers.redis_types import Entry
 from lockstep.workers.refs import QueueRef
 from lockstep.workers.topics import list_topics
 
@@ -477,11 +477,8 @@ def _read_new(
         count = max(MIN_QUEUE_READ, budget // len(active))
         still = []
         for chunk in _chunks(active, QUEUES_PER_PIPELINE):
-            pipe = client.pipeline(transaction=False)
-            for read in chunk:
-                pipe.xrange(keys.stream(read.ref), min=f"{read.next}-1", max="+", count=count)
-            for read, reply in zip(chunk, pipe.execute(), strict=True):
-                found = entries(reply)
+            ranges = [StreamRange(read.ref, read.next, count=count) for read in chunk]
+            for read, found in zip(chunk, stream_ranges(client, ranges), strict=True):
                 columns.take(read, found)
                 budget -= len(found)
                 if len(found) == count:
@@ -497,11 +494,9 @@ def _read_planned(
     reads = [_QueueRead(ref, cursors.get(ref, 0), cursors.get(ref, 0)) for ref in plan]
     columns = _MessageColumns()
     for chunk in _chunks(reads, QUEUES_PER_PIPELINE):
-        pipe = client.pipeline(transaction=False)
-        for read in chunk:
-            pipe.xrange(keys.stream(read.ref), min=f"{read.start}-1", max=f"({plan[read.ref]}-0")
-        for read, reply in zip(chunk, pipe.execute(), strict=True):
-            columns.take(read, entries(reply))
+        ranges = [StreamRange(read.ref, read.start, plan[read.ref]) for read in chunk]
+        for read, found in zip(chunk, stream_ranges(client, ranges), strict=True):
+            columns.take(read, found)
     for read in reads:
         read.next = plan[read.ref]
     return reads, columns

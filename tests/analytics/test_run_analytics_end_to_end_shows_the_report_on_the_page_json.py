@@ -14,9 +14,9 @@ from django.core.management import call_command
 from django.test import Client
 from pyspark.sql import SparkSession
 
-from lockstep.dashboard.deadletters.roles import OPERATOR, grant_role
 from lockstep.dashboard.reports import tasks
 from lockstep.dashboard.reports.models import AnalyticsRun, StuckEpisode
+from lockstep.dashboard.web.roles import OPERATOR, grant_role
 from tests.analytics.builders import DAY, at, blocked_key, event, message, sample, write
 
 pytestmark = pytest.mark.django_db

@@ -4,16 +4,14 @@ and wait for what it does to show up."""
 from __future__ import annotations
 
 import threading
-import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any
 
 from lockstep.workers import Consumer, ConsumeStatus, Producer, SendResult, Subscription
 from lockstep.workers.message import ConsumeContext, Message
 
-T = TypeVar("T")
 HANDLER = "tests.dashboard.helpers.recorded"
 
 
@@ -61,14 +59,14 @@ def per_queue(results: Iterable[SendResult]) -> Counter[int]:
     return Counter(r.queue for r in results)
 
 
-def wait_until(
-    probe: Callable[[], T], done: Callable[[T], bool], timeout: float = 15.0, interval: float = 0.05
-) -> T:
-    """Call ``probe`` until ``done(value)``; return the last value either way, so the caller
-    asserts on what was really observed."""
-    deadline = time.monotonic() + timeout
-    value = probe()
-    while not done(value) and time.monotonic() < deadline:
-        time.sleep(interval)
-        value = probe()
-    return value
+def point_celery_at(url: str) -> None:
+    """The dashboard's Celery app sends to ``url``, with nothing of the last broker left:
+    ``app.close()`` keeps the producer pool when the app's connection pool was never
+    made, and a send after it went through that pool to the last broker (an earlier
+    test's, on this worker)."""
+    from lockstep.dashboard.celery import app
+
+    app.close()
+    amqp: Any = app.amqp  # the stubs do not declare the pool's attribute
+    amqp._producer_pool = None
+    app.conf.update(broker_url=url)

@@ -16,7 +16,7 @@ from lockstep.workers import Consumer, ConsumeStatus, Subscription, Timings, key
 from lockstep.workers import events as ev
 from lockstep.workers.hashing import queue_for_key
 from lockstep.workers.message import ConsumeContext, Message
-from tests.dashboard.helpers import wait_until
+from tests.support import probe_until
 
 HANDLER = "tests.dashboard.scenarios.handler"
 # Short heartbeats so a consumer's card (state, retries, blocked keys) is fresh within a
@@ -87,13 +87,13 @@ def ingest_until(
 ) -> int:
     """Ingest until at least ``minimum`` events of ``event_type`` are stored; returns how
     many are (the runtime buffers events up to its flush interval)."""
-    from lockstep.dashboard.monitor.models import Event
+    from lockstep.dashboard.web.store.models import Event
 
     def stored() -> int:
         ingest_all(client)
         return Event.objects.filter(type=event_type).count()
 
-    return wait_until(stored, lambda n: n >= minimum, timeout=timeout, interval=0.1)
+    return probe_until(stored, lambda n: n >= minimum, timeout=timeout, interval=0.1)
 
 
 def redis_now_ms(client: redis.Redis) -> int:

@@ -18,10 +18,11 @@ from lockstep.workers import keys
 from lockstep.workers.config import AfterDlq, Ordering
 from lockstep.workers.refs import QueueRef
 from lockstep.workers.topics import groups_of
-from tests.dashboard.helpers import produce, wait_until
+from tests.dashboard.helpers import produce
 from tests.dashboard.reports.test_reports_page_in_the_browser import report_day
 from tests.dashboard.scenarios import FailOn, consuming, key_on_queue
 from tests.dashboard.stack import Site, running_site
+from tests.support import probe_until
 
 TOPIC, GROUP, QUEUES = "orders", "billing", 4
 POISON_QUEUE = 2
@@ -35,7 +36,7 @@ from django.utils import timezone
 from lockstep.dashboard.alerts.models import Alert, AlertEvent, Channel, Delivery, Silence
 from lockstep.dashboard.deadletters.models import AuditEntry, DeadLetter
 from lockstep.dashboard.deadletters.sync import sync_all
-from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.web.redis_conn import get_redis
 from tests.dashboard.reports.test_reports_page_in_the_browser import seed
 
 sync_all(get_redis())
@@ -104,10 +105,10 @@ def seeded_site(redis_url: str, workdir: Path) -> Iterator[Seeded]:
             max_reconsume_times=1,
             suspend_ms=100,
         ):
-            assert wait_until(lambda: groups_of(client, TOPIC), lambda g: g == [GROUP])
+            assert probe_until(lambda: groups_of(client, TOPIC), lambda g: g == [GROUP])
             produce(redis_url, TOPIC, [LIVE_KEY] * 3 + [POISON_KEY] * 3)
             dead = keys.dead_letters(QueueRef(TOPIC, POISON_QUEUE), GROUP)
-            assert wait_until(lambda: client.xlen(dead), lambda n: n >= 1)
+            assert probe_until(lambda: client.xlen(dead), lambda n: n >= 1)
             ids = json.loads(site.manage("shell", "-c", SEED).strip().splitlines()[-1])
             yield Seeded(site, ids["alert"], ids["dead_letter"])
         client.close()

@@ -81,7 +81,7 @@ def write_events(
 
 
 class ReferencePage:
-    """What a page's script does with a queue socket (README, STYLE.md): seq 0 is a
+    """What a page's script does with a queue socket (docs/events.md §5, STYLE.md): seq 0 is a
     snapshot; the next update sets the baseline; after that any seq but last + 1 means a
     hint was lost (or the ingester restarted): re-read the JSON view."""
 

@@ -18,10 +18,10 @@ import redis
 from lockstep.dashboard.alerts.evaluate import LEASE_NAME, LEASE_PREFIX
 from lockstep.workers import create_topic, keys
 from lockstep.workers.topics import register_group
-from tests.dashboard.helpers import produce, wait_until
+from tests.dashboard.helpers import produce
 from tests.dashboard.stack import REPO
 from tests.dashboard.web_processes import WebSide
-from tests.support import RestartableRedis
+from tests.support import RestartableRedis, probe_until
 
 pytestmark = pytest.mark.slow
 
@@ -75,20 +75,20 @@ def test_it_tells_an_outage_once_per_process_and_both_work_after_it(
         web.start("ingester")
         start_alerts(web)
         emit(client, 1)
-        assert wait_until(web.stored_count, lambda n: n == 1) == 1
+        assert probe_until(web.stored_count, lambda n: n == 1) == 1
         lease = LEASE_PREFIX + LEASE_NAME
-        assert wait_until(lambda: client.exists(lease), bool), "the evaluator took its lease"
+        assert probe_until(lambda: client.exists(lease), bool), "the evaluator took its lease"
 
         private_redis.stop()
         time.sleep(OUTAGE_S)
         private_redis.start()
 
         emit(client, 2)
-        stored_after = wait_until(web.stored_count, lambda n: n == 2, timeout=30)
+        stored_after = probe_until(web.stored_count, lambda n: n == 2, timeout=30)
         create_topic(client, "orders", 1)
         register_group(client, "orders", "g")
         produce(private_redis.url, "orders", ["order-1"])  # a backlog nobody consumes
-        rules = wait_until(lambda: open_alert_rules(web), lambda r: "queue_unowned" in r, 30, 0.5)
+        rules = probe_until(lambda: open_alert_rules(web), lambda r: "queue_unowned" in r, 30, 0.5)
         running = {name: proc.poll() is None for name, proc in web.procs.items()}
     finally:
         web.stop_all()

@@ -13,8 +13,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from lockstep.workers import create_topic
-from tests.dashboard.helpers import wait_until
 from tests.dashboard.scenarios import FailOn, consuming
+from tests.support import probe_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
@@ -43,7 +43,7 @@ def test_it_lists_each_instance_with_its_assigned_queues(
         consuming(redis_url, "orders", "mailer", FailOn(), consumer_id="a"),
         consuming(redis_url, "orders", "mailer", FailOn(), consumer_id="b"),
     ):
-        found = wait_until(
+        found = probe_until(
             lambda: _consumers(client),
             lambda cs: [[len(s["held"]) for s in c["subscriptions"]] for c in cs] == [[2], [2]],
         )
@@ -75,7 +75,7 @@ def test_it_lists_no_consumer_once_they_stopped(
     create_topic(redis_client, "orders", 1)
     client.force_login(viewer)
     with consuming(redis_url, "orders", "mailer", FailOn()):
-        assert wait_until(lambda: _consumers(client), lambda cs: len(cs) == 1)
+        assert probe_until(lambda: _consumers(client), lambda cs: len(cs) == 1)
 
     assert _consumers(client) == []
     assert "No live consumer" in client.get("/consumers").content.decode()

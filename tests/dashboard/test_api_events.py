@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from lockstep.dashboard.monitor.models import Event
+from lockstep.dashboard.web.store.models import Event
 from lockstep.workers import create_topic
 from lockstep.workers import events as ev
 from tests.dashboard.scenarios import FailOn, consuming, ingest_all, ingest_until, write_event

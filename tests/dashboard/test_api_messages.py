@@ -13,8 +13,9 @@ from django.test import Client
 from lockstep.workers import create_topic
 from lockstep.workers import events as ev
 from lockstep.workers.config import AfterDlq, Ordering
-from tests.dashboard.helpers import produce, wait_until
+from tests.dashboard.helpers import produce
 from tests.dashboard.scenarios import FailOn, consuming, ingest_until
+from tests.support import probe_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
@@ -78,7 +79,7 @@ def test_it_tells_handled_retrying_and_pending_apart(
     with consuming(
         redis_url, "orders", "mailer", FailOn("order-poison", error="card declined"), suspend_ms=20
     ):
-        stuck = wait_until(
+        stuck = probe_until(
             lambda: _lookup(client, "topic=orders&key=order-poison"),
             lambda f: _states(f) == [{"mailer": "retrying"}],
         )
@@ -129,7 +130,7 @@ def test_it_shows_dead_lettered_and_parked_messages_per_group(
         ),
         consuming(redis_url, "orders", "auditor", auditor),
     ):
-        found = wait_until(
+        found = probe_until(
             lambda: _lookup(client, "topic=orders&key=order-poison"),
             lambda f: (
                 _states(f)

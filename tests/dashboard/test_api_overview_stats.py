@@ -16,7 +16,7 @@ from lockstep.workers.config import Ordering
 from lockstep.workers.hashing import queue_for_key
 from lockstep.workers.refs import QueueRef
 from lockstep.workers.topics import register_group
-from tests.dashboard.helpers import produce, wait_until
+from tests.dashboard.helpers import produce
 from tests.dashboard.scenarios import (
     FailOn,
     consuming,
@@ -26,6 +26,7 @@ from tests.dashboard.scenarios import (
     redis_now_ms,
     write_event,
 )
+from tests.support import probe_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
@@ -178,8 +179,8 @@ def test_it_counts_the_dead_letters_and_retries_the_runtime_left(
     produce(redis_url, "orders", ["order-poison", "order-ok"])
     with consuming(redis_url, "orders", "mailer", handler, max_reconsume_times=1, suspend_ms=10):
         dlq = keys.dead_letters(QueueRef("orders", queue_for_key("order-poison", 2)), "mailer")
-        wait_until(lambda: redis_client.xlen(dlq), lambda n: n == 1)
-        wait_until(handler.count, lambda n: n == 1)
+        probe_until(lambda: redis_client.xlen(dlq), lambda n: n == 1)
+        probe_until(handler.count, lambda n: n == 1)
     ingest_until(redis_client, ev.DEAD_LETTERED)
     client.force_login(viewer)
 
@@ -209,7 +210,7 @@ def test_it_raises_a_stuck_alert_for_a_key_blocked_too_long(
         retry_initial_ms=50,
         retry_max_ms=100,
     ):
-        stats = wait_until(
+        stats = probe_until(
             lambda: _stats(client), lambda s: any(a["reason"] == "blocked_key" for a in s["stuck"])
         )
         assert handler.count() == 1, "the other key kept flowing"

@@ -14,8 +14,9 @@ from django.test import Client
 from lockstep.dashboard.monitor.tasks import sample_lag
 from lockstep.workers import create_topic
 from lockstep.workers import events as ev
-from tests.dashboard.helpers import produce, wait_until
+from tests.dashboard.helpers import produce
 from tests.dashboard.scenarios import FailOn, consuming, ingest_until
+from tests.support import probe_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
@@ -67,9 +68,9 @@ def test_it_charts_lag_samples_and_commits(
     client.force_login(viewer)
     with consuming(redis_url, "orders", "mailer", FailOn()):
         produce(redis_url, "orders", ["order-1"] * 4)
-        wait_until(lambda: _committed(client), lambda c: c == 4)
+        probe_until(lambda: _committed(client), lambda c: c == 4)
         produce(redis_url, "orders", ["order-1"] * 3)
-        wait_until(lambda: _committed(client), lambda c: c == 7)
+        probe_until(lambda: _committed(client), lambda c: c == 7)
     produce(redis_url, "orders", ["order-1"] * 2)  # nobody consumes these: lag 2
     assert sample_lag() == 1
     ingest_until(redis_client, ev.LAG_SAMPLED)
@@ -96,9 +97,9 @@ def test_it_draws_lock_ownership_per_consumer_and_the_rebalances(
     create_topic(redis_client, "orders", 1)
     client.force_login(viewer)
     with consuming(redis_url, "orders", "mailer", FailOn(), consumer_id="first"):
-        wait_until(_owners(client), lambda o: o == ["first"])
+        probe_until(_owners(client), lambda o: o == ["first"])
     with consuming(redis_url, "orders", "mailer", FailOn(), consumer_id="second"):
-        wait_until(_owners(client), lambda o: o == ["second"])
+        probe_until(_owners(client), lambda o: o == ["second"])
         ingest_until(redis_client, ev.LOCK_ACQUIRED, minimum=2)
         ingest_until(redis_client, ev.REBALANCE, minimum=2)
         data = _queue(client)
@@ -135,7 +136,7 @@ def test_it_shows_the_message_being_retried_with_its_error(
     with consuming(
         redis_url, "orders", "mailer", FailOn("order-poison", error="card declined"), suspend_ms=20
     ):
-        data = wait_until(lambda: _queue(client), lambda d: d["problems"] != [])
+        data = probe_until(lambda: _queue(client), lambda d: d["problems"] != [])
         ingest_until(redis_client, ev.CONSUME_FAILED)
         events = _queue(client)["events"]
 

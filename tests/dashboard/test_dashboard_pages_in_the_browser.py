@@ -12,11 +12,11 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, Page, Request
 
 from lockstep.workers import Consumer
 from lockstep.workers.topics import groups_of
-from tests.dashboard.helpers import produce, wait_until
+from tests.dashboard.helpers import produce
 from tests.dashboard.scenarios import FailOn, consuming, key_on_queue
 from tests.dashboard.stack import (
     ARTIFACTS,
@@ -27,6 +27,7 @@ from tests.dashboard.stack import (
     log_in,
     running_site,
 )
+from tests.support import probe_until
 
 QUEUES = 4
 LIVE_KEY = key_on_queue(1, QUEUES)  # flows
@@ -45,7 +46,7 @@ def consumer(site: Site, redis_url: str) -> Iterator[Consumer]:
     with consuming(
         redis_url, "orders", "mailer", FailOn(POISON_KEY, error="card declined"), suspend_ms=300
     ) as consumer:
-        assert wait_until(lambda: groups_of(client, "orders"), lambda g: g == ["mailer"])
+        assert probe_until(lambda: groups_of(client, "orders"), lambda g: g == ["mailer"])
         produce(redis_url, "orders", [LIVE_KEY] * 3 + [POISON_KEY])
         yield consumer
     client.close()
@@ -190,6 +191,13 @@ def test_it_shows_the_retried_message_on_its_queue_page(page: Page, site: Site) 
 
 
 def test_it_filters_the_event_feed_and_pauses_it(page: Page, site: Site, redis_url: str) -> None:
+    reads: list[str] = []  # the feed's reads of its JSON view
+
+    def read(request: Request) -> None:
+        if "/api/v1/events" in request.url:
+            reads.append(request.url)
+
+    page.on("request", read)
     page.goto(f"{site.url}/events")
     page.wait_for_selector("#event-rows tr.event-row")
     page.select_option("#feed-filters select[name=type]", "lock_acquired")
@@ -204,10 +212,19 @@ def test_it_filters_the_event_feed_and_pauses_it(page: Page, site: Site, redis_u
 
     page.click("#feed-toggle")
     page.wait_for_selector("#feed[data-state=paused]")
-    polls = page.get_attribute("#feed", "data-polls")
+    polls, reads_when_paused = page.get_attribute("#feed", "data-polls"), len(reads)
     with consuming(redis_url, "orders", "audit", FailOn()):
-        page.wait_for_timeout(2500)  # long enough for its lock events to be stored
+        # The audit group's lock events are stored; then the feed skips two of its
+        # reads (every POLL_MS), each of which would have shown them if it were live.
+        api = f"{site.url}/api/v1/events?type=lock_acquired&group=audit"
+        stored = probe_until(lambda: page.request.get(api).json()["events"], _all_queues, 60)
+        assert len(stored) == QUEUES
+        skipped = int(page.get_attribute("#feed", "data-skipped") or 0)
+        page.wait_for_function(
+            f"Number(document.getElementById('feed').dataset.skipped) >= {skipped + 2}"
+        )
         assert page.locator("#event-rows tr").count() == QUEUES
+        assert reads[reads_when_paused:] == []
         assert page.get_attribute("#feed", "data-polls") == polls
         _shot(page, "event-feed-paused.png")
         page.click("#feed-toggle")
@@ -218,6 +235,11 @@ def test_it_filters_the_event_feed_and_pauses_it(page: Page, site: Site, redis_u
     types = page.eval_on_selector_all("#event-rows tr", "rows => rows.map(r => r.dataset.type)")
     assert set(types) == {"lock_acquired"}
     _shot(page, "event-feed.png")
+    page.remove_listener("request", read)
+
+
+def _all_queues(events: list[dict[str, str]]) -> bool:
+    return len(events) >= QUEUES
 
 
 def test_it_shows_the_group_with_its_owner_and_the_retried_queue(

@@ -15,7 +15,8 @@ from lockstep.workers import Consumer, Producer, QueueRef, create_topic
 from lockstep.workers.config import Subscription, subscriptions_from_json
 from lockstep.workers.dead_letters import ReplayOutcome, replay
 from lockstep.workers.inspect import holds, list_dead_letters
-from tests.workers.harness import FAST, events, wait_until
+from tests.support import wait_until
+from tests.workers.harness import FAST, events
 
 STEPS = ("created", "paid", "shipped", "completed")
 

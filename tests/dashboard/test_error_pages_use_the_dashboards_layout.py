@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.test import Client, RequestFactory
 from django.urls import get_resolver
 
-from lockstep.dashboard.monitor.views.errors import forbidden
+from lockstep.dashboard.web.errors import forbidden
 
 LAYOUT = ('href="/static/lockstep.css"', 'class="brand"', 'href="/" id="back-link"')
 

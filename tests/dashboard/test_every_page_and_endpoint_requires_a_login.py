@@ -60,7 +60,7 @@ def test_it_refuses_an_anonymous_get(client: Client, route: str) -> None:
     if route in LOGOUTS:
         assert response.status_code == LOGOUTS[route]
     elif route.startswith("api/"):
-        if response.status_code == 405:  # a POST-only action (README): the POST must ask
+        if response.status_code == 405:  # POST-only (docs/dead-letters.md §6): the POST must ask
             response = client.post(path, {}, content_type="application/json")
         assert response.status_code in (401, 403), (path, response.status_code)
         assert response["Content-Type"].startswith("application/json")

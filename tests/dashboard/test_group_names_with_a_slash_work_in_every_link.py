@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from lockstep.dashboard.deadletters.models import DeadLetter
-from lockstep.dashboard.deadletters.roles import OPERATOR, grant_role
+from lockstep.dashboard.web.roles import OPERATOR, grant_role
 from tests.dashboard.deadletters.helpers import add_dead_letter, make_group, synced
 
 pytestmark = pytest.mark.django_db

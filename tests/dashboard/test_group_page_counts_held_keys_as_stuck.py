@@ -14,8 +14,9 @@ from django.test import Client
 
 from lockstep.workers import create_topic
 from lockstep.workers.config import AfterDlq, Ordering
-from tests.dashboard.helpers import produce, wait_until
+from tests.dashboard.helpers import produce
 from tests.dashboard.scenarios import FailOn, consuming
+from tests.support import probe_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
@@ -57,7 +58,7 @@ def test_it_counts_a_held_key_as_stuck_on_the_overview_and_the_group_page_alike(
         retry_initial_ms=20,
         retry_max_ms=40,
     ):
-        stats = wait_until(
+        stats = probe_until(
             lambda: _stats(client),
             lambda s: any(a["reason"] == "held_key" for a in s["stuck"]),
         )

@@ -9,7 +9,7 @@ import pytest
 import redis
 
 from lockstep.dashboard.monitor.ingest import Ingester
-from lockstep.dashboard.monitor.models import Event, IngestCursor
+from lockstep.dashboard.web.store.models import Event, IngestCursor
 from lockstep.workers import events as ev
 from lockstep.workers import keys
 from lockstep.workers.events import shard_streams

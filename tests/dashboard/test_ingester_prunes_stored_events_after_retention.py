@@ -14,8 +14,8 @@ from django_celery_beat.schedulers import DatabaseScheduler
 
 from lockstep.dashboard.celery import app
 from lockstep.dashboard.monitor.ingest import Ingester
-from lockstep.dashboard.monitor.models import Event, EventCounter, IngestCursor
 from lockstep.dashboard.monitor.tasks import prune_events
+from lockstep.dashboard.web.store.models import Event, EventCounter, IngestCursor
 from lockstep.workers import keys
 from lockstep.workers.redis_types import as_bytes
 

@@ -12,7 +12,7 @@ import pytest
 import redis
 
 from lockstep.dashboard.monitor.ingest import EVENTS_LOST, Ingester
-from lockstep.dashboard.monitor.models import Event, IngestCursor
+from lockstep.dashboard.web.store.models import Event, IngestCursor
 from lockstep.workers import events as ev
 from lockstep.workers import keys
 from lockstep.workers.events import read_all_events, shard_streams

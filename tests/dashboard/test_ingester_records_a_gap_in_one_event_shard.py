@@ -8,7 +8,7 @@ import pytest
 import redis
 
 from lockstep.dashboard.monitor.ingest import EVENTS_LOST, Ingester
-from lockstep.dashboard.monitor.models import Event
+from lockstep.dashboard.web.store.models import Event
 from lockstep.workers import events as ev
 from lockstep.workers import keys
 from lockstep.workers.redis_types import entries

@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from lockstep.dashboard.monitor.ingest import EVENTS_LOST, Ingester
-from lockstep.dashboard.monitor.models import Event, EventCounter, IngestCursor
+from lockstep.dashboard.web.store.models import Event, EventCounter, IngestCursor
 from lockstep.workers import keys
 
 pytestmark = pytest.mark.django_db

@@ -17,8 +17,8 @@ import redis
 
 from lockstep.workers import events as ev
 from lockstep.workers.events import EventLog, count_events
-from tests.dashboard.helpers import wait_until
 from tests.dashboard.web_processes import WebSide, stream_ids
+from tests.support import probe_until
 
 pytestmark = pytest.mark.slow
 
@@ -80,13 +80,13 @@ def test_it_stores_every_event_exactly_once_although_killed_mid_stream(
     with EventLoad(redis_client) as load:
         web.start("ingester", "--batch", "250")
         for _ in range(KILLS):
-            wait_until(
+            probe_until(
                 web.stored_count, lambda n: n > len(stored_at_kill) * 5000 + 2000, timeout=30
             )
             web.kill("ingester")  # SIGKILL: no clean-up, maybe mid-transaction
             stored_at_kill.append(web.stored_count())
             # Events pile up while it is down.
-            wait_until(lambda: load.emitted, partial(lt, load.emitted + PILE_UP), timeout=30)
+            probe_until(lambda: load.emitted, partial(lt, load.emitted + PILE_UP), timeout=30)
             web.start("ingester", "--batch", "250")
         # The load's own length is the scenario: it runs on while the last start resumes
         # (every event emitted must then be caught up, so a longer load costs time).
@@ -96,7 +96,7 @@ def test_it_stores_every_event_exactly_once_although_killed_mid_stream(
 
     # A deadline for the catch-up, not a speed: beside other tests (pytest-xdist) the
     # ingester was seen to store 98,500 of 119,850 events in 60 s.
-    final = wait_until(web.stored_count, lambda n: n >= total, timeout=180)
+    final = probe_until(web.stored_count, lambda n: n >= total, timeout=180)
 
     assert all(0 < n < total for n in stored_at_kill), "the kills happened mid-stream"
     assert final == total

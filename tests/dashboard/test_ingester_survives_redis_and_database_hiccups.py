@@ -16,13 +16,12 @@ from typing import Any
 import pytest
 import redis
 
-from lockstep.dashboard.monitor.redis_conn import channel_layer_outage
+from lockstep.dashboard.web.redis_conn import channel_layer_outage
 from lockstep.workers import keys
 from lockstep.workers.events import EventLog, count_events
 from lockstep.workers.outage import redis_outage
-from tests.dashboard.helpers import wait_until
 from tests.dashboard.web_processes import WebSide, stream_ids
-from tests.support import RestartableRedis
+from tests.support import RestartableRedis, probe_until
 
 RETRY = re.compile(r"ingester: (Redis|database) unavailable .*; retrying in ([0-9.]+)s")
 
@@ -41,7 +40,7 @@ def _retry_delays(log: str, what: str) -> list[float]:
 
 def _retries_logged(web: WebSide, what: str, count: int) -> int:
     """Until the ingester has logged ``count`` retries after ``what`` failed; how many."""
-    return wait_until(
+    return probe_until(
         lambda: len(_retry_delays(web.log("ingester"), what)), lambda n: n >= count, STARTUP_S
     )
 
@@ -70,7 +69,7 @@ def test_it_rides_out_a_redis_restart_and_stores_everything_once(
             events.emit("offset_committed", topic="orders", group="g", queue=i % 4)
         # Running, and caught up, before Redis goes: else the outage would meet an
         # ingester still starting, which has nothing to retry yet.
-        assert wait_until(web.stored_count, lambda n: n == 100, STARTUP_S) == 100
+        assert probe_until(web.stored_count, lambda n: n == 100, STARTUP_S) == 100
 
         private_redis.stop()
         for i in range(100, 150):  # emitted while Redis is down: buffered by the runtime
@@ -82,7 +81,7 @@ def test_it_rides_out_a_redis_restart_and_stores_everything_once(
         for i in range(150, 250):
             events.emit("offset_committed", topic="orders", group="g", queue=i % 4)
 
-        stored = wait_until(web.stored_count, lambda n: n >= 250, RECOVERY_S)
+        stored = probe_until(web.stored_count, lambda n: n >= 250, RECOVERY_S)
         assert web.procs["ingester"].poll() is None, "the ingester kept running"
     finally:
         events.stop()
@@ -121,7 +120,7 @@ def test_it_retries_a_batch_the_database_refused_without_losing_or_doubling(
         assert web.query("SELECT last_id FROM monitor_ingestcursor") in ([], [("0-0",)])
         web.query("DROP TRIGGER refuse")
 
-        stored = wait_until(web.stored_count, lambda n: n >= 300, RECOVERY_S)
+        stored = probe_until(web.stored_count, lambda n: n >= 300, RECOVERY_S)
     finally:
         web.stop_all()
 

@@ -30,7 +30,7 @@ def _lockstep(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedPro
     )
 
 
-def test_its_help_lists_every_role_and_manage(tmp_path: Path) -> None:
+def test_its_help_lists_every_role_consume_and_manage(tmp_path: Path) -> None:
     done = _lockstep(tmp_path, "--help")
 
     assert done.returncode == 0, done.stderr
@@ -44,6 +44,7 @@ def test_its_help_lists_every_role_and_manage(tmp_path: Path) -> None:
         "worker",
         "analytics",
         "beat",
+        "consume",
         "manage",
     ]
 

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.dashboard.helpers import wait_until
-from tests.support import free_port
+from tests.support import free_port, probe_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 
@@ -73,7 +72,7 @@ class Terminal:
         return self._output.decode(errors="replace")
 
     def wait_for(self, text: str, timeout: float = 240) -> None:
-        seen = wait_until(
+        seen = probe_until(
             lambda: text in self.output or self.proc.poll() is not None, bool, timeout, 0.2
         )
         assert seen and text in self.output, f"no {text!r} in:\n{self.output[-4000:]}"
@@ -161,7 +160,7 @@ def _startup_errors(output: str) -> list[str]:
 
 def test_it_starts_without_errors_and_ctrl_c_exits_0_leaving_nothing(terminal: Terminal) -> None:
     terminal.wait_for("demo producer:")
-    assert wait_until(terminal.answers_http, bool, timeout=120, interval=0.5), terminal.output
+    assert probe_until(terminal.answers_http, bool, timeout=120, interval=0.5), terminal.output
     terminal.wait_for("lockstep@")  # the Celery worker with the demo's consumers is up
     assert not _startup_errors(terminal.output), "\n".join(_startup_errors(terminal.output))
 
@@ -169,7 +168,7 @@ def test_it_starts_without_errors_and_ctrl_c_exits_0_leaving_nothing(terminal: T
 
     assert status == 0, terminal.output[-4000:]
     assert "make: ***" not in terminal.output, terminal.output[-4000:]
-    assert wait_until(terminal.left_behind, lambda left: not left, timeout=5) == []
+    assert probe_until(terminal.left_behind, lambda left: not left, timeout=5) == []
 
 
 def test_it_exits_0_leaving_nothing_after_a_ctrl_c_while_starting(terminal: Terminal) -> None:
@@ -179,4 +178,4 @@ def test_it_exits_0_leaving_nothing_after_a_ctrl_c_while_starting(terminal: Term
 
     assert status == 0, terminal.output[-4000:]
     assert "make: ***" not in terminal.output, terminal.output[-4000:]
-    assert wait_until(terminal.left_behind, lambda left: not left, timeout=5) == []
+    assert probe_until(terminal.left_behind, lambda left: not left, timeout=5) == []

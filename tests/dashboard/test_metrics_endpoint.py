@@ -14,8 +14,8 @@ from django.test import Client
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from lockstep.dashboard.monitor.ingest import Ingester
-from lockstep.dashboard.monitor.models import Event
 from lockstep.dashboard.monitor.tasks import prune_events
+from lockstep.dashboard.web.store.models import Event
 from lockstep.workers import create_topic, keys
 from lockstep.workers.refs import QueueRef
 from lockstep.workers.topics import register_group

@@ -1,5 +1,5 @@
 """A held key with one message parked behind it says "1 message parked", not "1 messages
-parked": in the stuck reason (``monitor.health``) and in the ``key_held`` alert."""
+parked": in the stuck reason (``web.store.stuck``) and in the ``key_held`` alert."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import redis
 
 from lockstep.dashboard.alerts.evaluate import Evaluator
 from lockstep.dashboard.alerts.models import Alert
-from lockstep.dashboard.monitor.health import read_stuck
+from lockstep.dashboard.web.store.stuck import read_stuck
 from lockstep.workers import create_topic, keys
 from lockstep.workers.inspect import overview, redis_now_ms
 from lockstep.workers.refs import QueueRef

@@ -12,7 +12,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from lockstep.workers import create_topic
-from tests.dashboard.helpers import per_queue, produce, running_consumer, wait_until
+from tests.dashboard.helpers import per_queue, produce, running_consumer
+from tests.support import probe_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
@@ -74,9 +75,9 @@ def test_it_reports_owner_offsets_and_lag_as_the_runtime_left_them(
     client.force_login(viewer)
 
     with running_consumer(redis_url, "orders", "mailer") as (consumer, recorder):
-        wait_until(recorder.count, lambda n: n == len(first))
+        probe_until(recorder.count, lambda n: n == len(first))
         consumed = per_queue(first)
-        while_running = wait_until(
+        while_running = probe_until(
             lambda: _rows(_get_overview(client), "orders", "mailer"),
             lambda rows: all(rows[q]["committed_offset"] == consumed[q] for q in range(QUEUES)),
         )

@@ -7,15 +7,16 @@ Screenshots land in ``test-artifacts/`` at the repository root (stable names).""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
 import redis
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, Page, Route, WebSocketRoute
 
 from lockstep.workers import create_topic
 from lockstep.workers.topics import groups_of, register_group
-from tests.dashboard.helpers import produce, running_consumer, wait_until
+from tests.dashboard.helpers import produce, running_consumer
 from tests.dashboard.stack import (
     ARTIFACTS,
     TIMEOUT_MS,
@@ -25,6 +26,7 @@ from tests.dashboard.stack import (
     log_in,
     running_site,
 )
+from tests.support import probe_until
 
 ROOT = "document.getElementById('overview')"  # carries seq and why the page last re-read
 
@@ -40,7 +42,7 @@ def consumer(site: Site, redis_url: str) -> Iterator[None]:
     """One consumer of group ``mailer``, registered before any page loads."""
     client = redis.Redis.from_url(redis_url)
     with running_consumer(redis_url, "orders", "mailer"):
-        registered = wait_until(lambda: groups_of(client, "orders"), lambda g: g == ["mailer"])
+        registered = probe_until(lambda: groups_of(client, "orders"), lambda g: g == ["mailer"])
         assert registered == ["mailer"]
         yield
     client.close()
@@ -160,6 +162,46 @@ def test_it_rereads_the_json_view_when_an_update_is_missing(page: Page, site: Si
     page.wait_for_function(f"{ROOT}.dataset.resyncReason === 'gap'", timeout=60_000)
     assert page.get_attribute("#live-status", "data-state") == "live"
     navigations.assert_none()
+
+
+def test_a_gap_seen_while_a_reread_is_in_flight_is_read_again(page: Page) -> None:
+    # That read may predate the lost update, so it cannot stand for the gap's own read.
+    holding = True
+    held: list[Route] = []
+
+    def hold_reads(route: Route) -> None:
+        if holding:
+            held.append(route)
+        else:
+            route.continue_()
+
+    sockets: list[WebSocketRoute] = []
+
+    def proxy(socket: WebSocketRoute) -> None:
+        socket.connect_to_server()  # the server's pushes still reach the page
+        sockets.append(socket)
+
+    page.route_web_socket("**/ws/overview/", proxy)
+    page.reload()
+    page.wait_for_selector("#live-status[data-state=live]")
+    page.wait_for_function(f"Number({ROOT}.dataset.seq) > 1")
+    (socket,) = sockets
+    before = int(page.get_attribute("#overview", "data-resyncs") or 0)
+    page.route("**/api/v1/overview*", hold_reads)
+
+    far = 1_000_000
+    socket.send(json.dumps({"type": "overview", "seq": far, "data": {}}))  # a gap: a read
+    socket.send(json.dumps({"type": "overview", "seq": far + 5, "data": {}}))  # another
+    # A real push after them (a gap too), so the one read in flight is all the old code
+    # had: nothing after the release would make it read again.
+    page.wait_for_function(f"Number({ROOT}.dataset.seq) < {far}")
+    assert held, "the first gap's read should be in flight"
+    holding = False
+    for route in held:
+        route.continue_()
+
+    page.wait_for_function(f"Number({ROOT}.dataset.resyncs) >= {before + 2}")
+    assert page.get_attribute("#overview", "data-resync-reason") == "gap"
 
 
 def test_it_reconnects_and_catches_up_after_the_server_restarts(

@@ -14,8 +14,9 @@ from django.test import Client
 
 from lockstep.workers import create_topic
 from lockstep.workers import events as ev
-from tests.dashboard.helpers import produce, wait_until
+from tests.dashboard.helpers import produce
 from tests.dashboard.scenarios import FailOn, consuming, ingest_until
+from tests.support import probe_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
@@ -45,7 +46,7 @@ def test_it_renders_the_queue_page_with_chart_data_timeline_and_retries(
         suspend_ms=20,
     ):
         ingest_until(redis_client, ev.CONSUME_FAILED)
-        html = wait_until(
+        html = probe_until(
             lambda: client.get("/topics/orders/queues/0").content.decode(),
             lambda h: 'class="problem"' in h,
         )
@@ -68,7 +69,7 @@ def test_it_renders_the_group_page_with_each_queue(
     client.force_login(viewer)
 
     with consuming(redis_url, "orders", "mailer", FailOn(), consumer_id="c-1"):
-        html = wait_until(
+        html = probe_until(
             lambda: client.get("/topics/orders/groups/mailer").content.decode(),
             lambda h: h.count('data-owner="c-1"') == 2,
         )
@@ -87,7 +88,7 @@ def test_it_keeps_the_overview_shape_and_adds_stats(
     produce(redis_url, "orders", ["order-1"])
 
     with consuming(redis_url, "orders", "mailer", FailOn()):
-        wait_until(
+        probe_until(
             lambda: client.get("/api/v1/overview").json()["topics"][0]["groups"],
             lambda groups: groups == ["mailer"],
         )

@@ -18,7 +18,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from lockstep.workers import create_topic
-from tests.dashboard.helpers import produce, wait_until
+from tests.dashboard.helpers import produce
+from tests.support import probe_until
 from tests.workers.harness import ConsumerProcess
 
 pytestmark = pytest.mark.django_db
@@ -54,7 +55,7 @@ def _queue_state(client: Client) -> str:
 def consumer(
     redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[ConsumerProcess]:
-    """``c-doomed``, a ``manage.py consume`` child; the dashboard (this process) judges
+    """``c-doomed``, a ``lockstep consume`` child; the dashboard (this process) judges
     liveness with the same heartbeat timeout."""
     for name, value in TIMINGS.items():
         monkeypatch.setenv(name, value)
@@ -76,7 +77,7 @@ def test_it_says_no_live_consumer_everywhere_within_the_heartbeat_timeout(
     settings.LOCKSTEP_STUCK_AFTER_SECONDS = HEARTBEAT_TIMEOUT_S
     create_topic(redis_client, "orders", 1)
     client.force_login(viewer)
-    owned = wait_until(
+    owned = probe_until(
         lambda: _get(client, QUEUE_URL)["groups"],
         lambda groups: bool(groups) and groups[0]["state"] in {"idle", "consuming"},
         timeout=30,
@@ -92,7 +93,7 @@ def test_it_says_no_live_consumer_everywhere_within_the_heartbeat_timeout(
     killed_at = time.monotonic()
     consumer.kill()  # reaps it
     produce(redis_url, "orders", ["order-1", "order-2", "order-3"])
-    state = wait_until(
+    state = probe_until(
         lambda: _queue_state(client),
         lambda s: s == "no_live_consumer",
         timeout=HEARTBEAT_TIMEOUT_S + 5,

@@ -9,6 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# Each test loads the settings in a fresh interpreter (seconds of Django start-up).
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 STRONG_KEY = "kq3Zr9-TmW1xV7yB2nP5sL8dF4hJ6gC0aE-uR2tY9iO3pA7sD1fG5hJ8kL0zX4cV"
 

@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 
 from lockstep.dashboard.alerts import push
 from lockstep.dashboard.deadletters.tasks import sync_dead_letters
-from lockstep.dashboard.monitor import live, redis_conn
 from lockstep.dashboard.monitor.tasks import sample_lag
+from lockstep.dashboard.web import redis_conn
+from lockstep.dashboard.web.publish import publish
 from lockstep.workers.outage import Outage
 from tests.support import RestartableRedis
 
@@ -50,8 +49,7 @@ def fresh_outage(monkeypatch: pytest.MonkeyPatch) -> Outage:
 
 
 def live_push() -> int:
-    layer = get_channel_layer()
-    return int(async_to_sync(live._send_all)(layer, [("overview", {"type": "overview.update"})]))
+    return publish([("overview", {"type": "overview.update"})], "live pushes")
 
 
 def test_it_tells_an_outage_met_by_pushes_and_tasks_once_and_skips_them(

@@ -13,8 +13,9 @@ from django.test import Client
 
 from lockstep.dashboard.monitor.ingest import Ingester
 from lockstep.workers import create_topic
-from tests.dashboard.helpers import produce, running_consumer, wait_until
+from tests.dashboard.helpers import produce, running_consumer
 from tests.dashboard.socket_helpers import communicator, session_cookie, stable, write_events
+from tests.support import probe_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -64,7 +65,7 @@ async def test_it_sends_the_queue_as_its_json_view_shows_it_on_connect(
     first = await sync_to_async(produce)(redis_url, "orders", ["order-7"] * 5)
     queue = first[0].queue
     with running_consumer(redis_url, "orders", "mailer") as (_, recorder):
-        await sync_to_async(wait_until)(recorder.count, lambda n: n == 5)
+        await sync_to_async(probe_until)(recorder.count, lambda n: n == 5)
     await sync_to_async(produce)(redis_url, "orders", ["order-7"] * 3)  # 3 behind
     ids = write_events(redis_client, "orders", queue, 60)
     await sync_to_async(_ingest_all)(redis_client)

@@ -48,9 +48,9 @@ async def test_it_hints_the_last_stored_id_once_per_push_with_news(
     again = await reconnected.receive_json_from(timeout=5)
     await reconnected.disconnect()
 
-    assert on_connect == {"type": "events", "last_id": "0-0"}
-    assert hints == [
-        {"type": "events", "last_id": first[-1]},
-        {"type": "events", "last_id": second[-1]},
+    assert on_connect == {"type": "events", "seq": 0, "last_id": "0-0"}
+    assert hints == [  # numbered as every push (a fresh ingester's first skips 1)
+        {"type": "events", "seq": 2, "last_id": first[-1]},
+        {"type": "events", "seq": 3, "last_id": second[-1]},
     ]
-    assert again == {"type": "events", "last_id": second[-1]}
+    assert again == {"type": "events", "seq": 0, "last_id": second[-1]}

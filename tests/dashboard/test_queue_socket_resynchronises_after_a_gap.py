@@ -1,4 +1,4 @@
-"""A page that misses a queue update, or outlives the ingester that numbered them, notices
+"""A page that misses a queue update, or outlives the ingester that sent them, notices
 the gap in ``seq`` and re-reads the JSON view; a page that reconnects starts again from a
 seq-0 snapshot equal to the JSON view. The reference client implements the pages' rule;
 what is asserted is what the server sent and where the client ended up."""
@@ -70,7 +70,7 @@ async def test_it_heals_a_lost_update_and_an_ingester_restart_from_the_json_view
         await sync_to_async(page.on_message)(message)
     resyncs_after_loss = page.resyncs
 
-    second = Ingester(redis_client)  # a restarted ingester numbers from 1 again
+    second = Ingester(redis_client)  # a restarted ingester: its first push skips a number
     for _ in range(2):
         await sync_to_async(_change_queue)(redis_client, second)
     after_restart = await drain(socket)
@@ -79,11 +79,11 @@ async def test_it_heals_a_lost_update_and_an_ingester_restart_from_the_json_view
     view = await sync_to_async(_json_view)(viewer)
     await socket.disconnect()
 
-    assert [m["seq"] for m in received] == [1, 2, 3]
+    assert [m["seq"] for m in received] == [2, 3, 4]  # a fresh ingester's first skips 1
     assert lost["data"]["max_offset"] == 3
-    assert [m["seq"] for m in after_loss] == [4]
+    assert [m["seq"] for m in after_loss] == [5]
     assert resyncs_after_loss == 1
-    assert [m["seq"] for m in after_restart] == [1, 2]
+    assert [m["seq"] for m in after_restart] == [7, 8]
     assert page.resyncs == 2
     assert page.data is not None
     assert stable(page.data) == stable(view)
@@ -111,7 +111,7 @@ async def test_it_gives_a_reconnecting_page_a_fresh_snapshot_equal_to_the_json_v
     view = await sync_to_async(_json_view)(viewer)
     await again.disconnect()
 
-    assert [m["seq"] for m in before] == [1]
+    assert [m["seq"] for m in before] == [2]
     assert snapshot["seq"] == 0
     assert stable(snapshot["data"]) == stable(view)
     assert snapshot["data"]["max_offset"] == 2

@@ -11,8 +11,8 @@ import pytest
 import redis
 
 from lockstep.dashboard.monitor.ingest import Ingester
-from lockstep.dashboard.monitor.models import Event, EventCounter
 from lockstep.dashboard.monitor.tasks import prune_events
+from lockstep.dashboard.web.store.models import Event, EventCounter
 from lockstep.workers import events as ev
 from lockstep.workers import keys
 from lockstep.workers.redis_types import as_bytes

@@ -21,16 +21,9 @@ from lockstep.dashboard.alerts.dispatch import send_test
 from lockstep.dashboard.alerts.models import Channel
 from lockstep.workers import Producer, create_topic
 from lockstep.workers.events import event_streams
-from tests.support import redis_server
+from tests.support import redis_server, wait_until
 from tests.workers.handlers import fail_flag
-from tests.workers.harness import (
-    ConsumerProcess,
-    body,
-    events,
-    handled_count,
-    stream_entries,
-    wait_until,
-)
+from tests.workers.harness import ConsumerProcess, body, events, handled_count, stream_entries
 
 REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "Never-Print-Me-8731"

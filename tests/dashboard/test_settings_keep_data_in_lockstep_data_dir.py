@@ -12,6 +12,9 @@ import pytest
 
 from tests.dashboard.settings_probe import REPO, Refused, read_settings
 
+# Each test loads the settings in a fresh interpreter (seconds of Django start-up).
+pytestmark = pytest.mark.slow
+
 DATA = "str(settings.LOCKSTEP_DATA_DIR)"
 DB = "settings.DATABASES['default']['NAME']"
 ENGINE = "settings.DATABASES['default']['ENGINE']"

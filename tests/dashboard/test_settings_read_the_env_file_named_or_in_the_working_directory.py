@@ -10,6 +10,9 @@ import pytest
 
 from tests.dashboard.settings_probe import REPO, Refused, read_settings
 
+# Each test loads the settings in a fresh interpreter (seconds of Django start-up).
+pytestmark = pytest.mark.slow
+
 FILE = "settings.LOCKSTEP_ENV_FILE"
 QUEUE = "settings.LOCKSTEP_CELERY_QUEUE"
 URL = "settings.LOCKSTEP_BASE_URL"

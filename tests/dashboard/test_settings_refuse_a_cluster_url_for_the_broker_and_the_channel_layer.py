@@ -10,6 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# Each test loads the settings in a fresh interpreter (seconds of Django start-up).
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER = "redis+cluster://:cluster-secret@127.0.0.1:7000"
 BROKER = "redis://127.0.0.1:6390/1"

@@ -19,7 +19,7 @@ import pytest
 
 from bench.dashboard import login
 from bench.ws_client import ConnectionClosed, HandshakeError, WebSocket
-from lockstep.dashboard.monitor.push_socket import REDIS_UNAVAILABLE
+from lockstep.dashboard.web.push_socket import REDIS_UNAVAILABLE
 from tests.dashboard.stack import PASSWORD, USER, Site, running_site
 from tests.support import RestartableRedis
 

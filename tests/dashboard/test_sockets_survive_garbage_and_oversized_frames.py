@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ from django.contrib.auth.models import User
 from bench.dashboard import login
 from bench.ws_client import ConnectionClosed, WebSocket
 from lockstep.dashboard.deadletters.models import ActionRequest
-from lockstep.dashboard.monitor.push_socket import MAX_CLIENT_MESSAGE_BYTES
+from lockstep.dashboard.web.push_socket import MAX_CLIENT_MESSAGE_BYTES
 from lockstep.workers import create_topic
 from tests.dashboard.socket_helpers import communicator, session_cookie
 from tests.dashboard.stack import PASSWORD, USER, Site, running_site
@@ -132,9 +133,12 @@ async def test_it_closes_sockets_to_things_that_do_not_exist_with_4404(
 # ---- through a real daphne ---------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def site(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    with running_site(redis_url, tmp_path_factory.mktemp("site"), {"orders": 4}) as site:
+@pytest.fixture
+def site(redis_url: str, tmp_path: Path) -> Iterator[Site]:
+    """Per test, not per module: pytest runs this module's daphne test first (grouped by
+    the session's ``redis_url`` parameter), and a site alive after it would push its
+    ingester's queue updates to the in-process sockets of the tests above."""
+    with running_site(redis_url, tmp_path, {"orders": 4}) as site:
         yield site
 
 
@@ -187,6 +191,7 @@ async def _abuse_then_connect(site: Site, cookie: str) -> dict[str, Any]:
     return snapshot
 
 
+@pytest.mark.slow  # a daphne process and a migrated site: seconds
 def test_a_real_daphne_survives_the_abuse_and_still_sends_snapshots(site: Site) -> None:
     cookie = login(site.url, USER, PASSWORD)
 

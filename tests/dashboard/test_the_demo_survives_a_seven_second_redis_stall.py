@@ -24,8 +24,7 @@ from lockstep.workers.inspect.messages import max_offset
 from lockstep.workers.keys import stream
 from lockstep.workers.redis_types import entries
 from lockstep.workers.refs import QueueRef
-from tests.dashboard.helpers import wait_until
-from tests.support import RestartableRedis, free_port
+from tests.support import RestartableRedis, free_port, probe_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -93,7 +92,7 @@ def test_it_keeps_every_process_and_stores_each_message_once(
 ) -> None:
     log, _ = demo
     client = redis.Redis.from_url(stalled_redis.url, socket_timeout=10)
-    started = wait_until(
+    started = probe_until(
         lambda: "alert evaluator active" in log.read_text(errors="replace") and _sent(client),
         lambda ready: bool(ready) and ready > 20,
         timeout=180,
@@ -106,15 +105,15 @@ def test_it_keeps_every_process_and_stores_each_message_once(
     os.kill(stalled_redis.proc.pid, signal.SIGSTOP)
     try:
         # The stall itself is the scenario: every process meets a Redis that does not answer.
-        wait_until(lambda: _ended(log), bool, timeout=STALL_S, interval=0.2)
+        probe_until(lambda: _ended(log), bool, timeout=STALL_S, interval=0.2)
     finally:
         os.kill(stalled_redis.proc.pid, signal.SIGCONT)
     before, logged = _sent(client), len(log.read_text(errors="replace"))
 
-    grown = wait_until(lambda: _sent(client), lambda sent: sent > before + 20, timeout=60)
+    grown = probe_until(lambda: _sent(client), lambda sent: sent > before + 20, timeout=60)
     assert grown > before + 20, f"no message sent after the stall:\n{log.read_text()[-4000:]}"
     # Beat sends its tasks and the worker runs them again (both sat on the stalled broker).
-    ran = wait_until(
+    ran = probe_until(
         lambda: "succeeded in" in log.read_text(errors="replace")[logged:], bool, timeout=60
     )
     assert ran, f"no task ran after the stall:\n{log.read_text()[-4000:]}"

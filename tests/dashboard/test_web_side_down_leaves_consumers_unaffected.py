@@ -25,8 +25,8 @@ import redis
 
 from bench.common import ConsumerProcess, committed_total, load_topic
 from lockstep.workers.events import count_events
-from tests.dashboard.helpers import wait_until
 from tests.dashboard.web_processes import SLEEP_5MS, WebSide, stream_ids
+from tests.support import probe_until
 
 pytestmark = pytest.mark.slow
 
@@ -93,13 +93,13 @@ def test_it_keeps_consumers_at_full_speed_and_stores_their_events_afterwards(
     try:
         # Both sides running before anything is measured: the consumer committing, the
         # ingester storing its events (start-ups take seconds, more on a loaded machine).
-        warmed_up = wait_until(
+        warmed_up = probe_until(
             lambda: committed_total(redis_client, "orders", "mailer", QUEUES),
             lambda n: n > 500,
             timeout=STARTUP_S,
         )
         assert warmed_up > 500, consumer.stderr()
-        assert wait_until(web.stored_count, bool, timeout=STARTUP_S), web.log("ingester")
+        assert probe_until(web.stored_count, bool, timeout=STARTUP_S), web.log("ingester")
         # with, without, with, ..., with, without (stopped): each window without the web
         # side has one with it on either side, the last only the one before it.
         with_rates = [_commit_rate(redis_client, WINDOW_S)]
@@ -124,7 +124,7 @@ def test_it_keeps_consumers_at_full_speed_and_stores_their_events_afterwards(
         consumer.stop()
 
     total = count_events(redis_client)
-    stored = wait_until(web.stored_count, lambda n: n >= total, timeout=STARTUP_S)
+    stored = probe_until(web.stored_count, lambda n: n >= total, timeout=STARTUP_S)
     web.stop_all()
 
     ratios = [

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from lockstep.dashboard import settings as dashboard_settings
-from lockstep.dashboard.monitor.management.commands import bootstrap_demo
+from lockstep.dashboard.demo.management.commands import bootstrap_demo
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -31,8 +31,8 @@ import redis
 from lockstep import create_topic
 from lockstep.workers.events import read_all_events
 from lockstep.workers.inspect.consumers import consumers
-from tests.dashboard.helpers import per_queue, produce, running_consumer, wait_until
-from tests.support import free_port, redis_server
+from tests.dashboard.helpers import per_queue, produce, running_consumer
+from tests.support import free_port, probe_until, redis_server
 
 if TYPE_CHECKING:
     from tests.install.conftest import InstallVenv, Venv
@@ -71,7 +71,7 @@ class Process:
 
     def wait_for(self, pattern: str, timeout: float = 60) -> re.Match[str]:
         """The first match of ``pattern`` in the output, waiting for it."""
-        found = wait_until(
+        found = probe_until(
             lambda: re.search(pattern, self.output()) or self.proc.poll(),
             lambda seen: seen is not None,
             timeout=timeout,
@@ -141,7 +141,7 @@ def shop_worker(venv: Venv, tmp: Path, broker_url: str) -> Iterator[tuple[Proces
 def _run_a_shop_task(venv: Venv, code: Path, env: dict[str, str], done: Path) -> None:
     sent = venv.run("-c", f"import shop; shop.touch.delay({str(done)!r})", cwd=code, env=env)
     assert sent.returncode == 0, sent.stderr
-    assert wait_until(done.exists, bool, timeout=60), "the shop's worker did not run its task"
+    assert probe_until(done.exists, bool, timeout=60), "the shop's worker did not run its task"
 
 
 def _service_env(venv: Venv, **extra: str) -> dict[str, str]:
@@ -153,7 +153,9 @@ def _service_env(venv: Venv, **extra: str) -> dict[str, str]:
 
 
 def _orders_keys(client: redis.Redis) -> list[bytes]:
-    return sorted(client.scan_iter(match="*orders*", count=1000))
+    """The runtime's keys naming ``orders`` (``ls:``, docs/redis-layout.md): the web side's
+    own (``lockstep-web:``, e.g. a live page's push counter) may name it too."""
+    return sorted(client.scan_iter(match="ls:*orders*", count=1000))
 
 
 def _latest_lags(client: redis.Redis) -> dict[int, int]:
@@ -220,16 +222,16 @@ def test_it_serves_a_groups_lag_with_no_demo_and_its_tasks_on_their_own_queue(
             # The system's group consumes what is there, stops; more arrives behind it.
             handled = produce(url, TOPIC, [f"parcel-{n}" for n in range(40)])
             with running_consumer(url, TOPIC, GROUP) as (_, recorder):
-                assert wait_until(recorder.count, lambda n: n == len(handled), 30) == 40
+                assert probe_until(recorder.count, lambda n: n == len(handled), 30) == 40
             behind = per_queue(produce(url, TOPIC, [f"parcel-{n}" for n in range(12)]))
             expected = {q: behind.get(q, 0) for q in range(QUEUES)}
 
             # Wait for the web server, then read the group's JSON view as the logged-in user.
             session = Session(f"http://127.0.0.1:{port}")
-            wait_until(lambda: _answers(session), bool, timeout=60, interval=0.2)
+            probe_until(lambda: _answers(session), bool, timeout=60, interval=0.2)
             session.log_in(USER, PASSWORD)
             path = f"/api/v1/topics/{TOPIC}/groups/{GROUP}"
-            status, body = wait_until(
+            status, body = probe_until(
                 lambda: session.get(path),
                 lambda answer: answer[0] == 200 and _queue_lags(answer[1]) == expected,
             )
@@ -243,7 +245,7 @@ def test_it_serves_a_groups_lag_with_no_demo_and_its_tasks_on_their_own_queue(
             assert (css_status, len(css) > 0) == (200, True)
 
             # The dashboard's worker runs beat's periodic tasks: lag samples of the group.
-            samples = wait_until(
+            samples = probe_until(
                 lambda: _latest_lags(client), lambda lags: lags == expected, timeout=60
             )
             assert samples == expected

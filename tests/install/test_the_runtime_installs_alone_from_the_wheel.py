@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
+import time
 import tomllib
 from collections.abc import Iterator
+from math import ceil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
+import redis
 from packaging.requirements import Requirement
 
+from lockstep.workers import Producer, create_topic
 from tests.support import redis_server
 
 pytestmark = pytest.mark.slow
@@ -278,3 +283,52 @@ def test_it_never_imports_django_nor_the_other_parts(consumed: Any) -> None:
             name.startswith(("lockstep.dashboard", "lockstep.analytics", "lockstep.celery"))
             for name in imported
         )
+
+
+def test_its_consume_command_consumes_in_key_order_and_stops_on_sigterm(
+    runtime_venv: Venv, private_redis_url: str, tmp_path: Path
+) -> None:
+    (tmp_path / "recorder.py").write_text(HANDLER)  # the API test's, on database 1
+    recorder = redis.Redis.from_url(private_redis_url.rsplit("/", 1)[0] + "/1")
+    client = redis.Redis.from_url(private_redis_url)
+    create_topic(client, "invoices", 2)
+    producer = Producer(private_redis_url)
+    sent = [(f"invoice-{n}", f"step-{step}") for step in range(3) for n in range(6)]
+    for key, body in sent:
+        producer.send("invoices", key=key, body=body.encode())
+    producer.close()
+    env = runtime_venv.env(
+        REDIS_URL=private_redis_url,
+        RECORDER_REDIS_URL=private_redis_url.rsplit("/", 1)[0] + "/1",
+        PYTHONPATH=str(tmp_path),
+        LOCKSTEP_POLL_BLOCK="0.2",
+    )
+    command = [str(runtime_venv.bin("lockstep")), "consume", "--topic", "invoices"]
+    command += ["--group", "billing", "--handler", "recorder.handle"]
+    consumer = subprocess.Popen(
+        command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        # Each handled message wakes a blocking move, up to 60 s in all.
+        deadline = time.monotonic() + 60
+        for _ in sent:
+            left = deadline - time.monotonic()
+            if (
+                left <= 0
+                or recorder.blmove("recorded", "seen", ceil(left), "LEFT", "RIGHT") is None
+            ):
+                break
+        consumer.send_signal(signal.SIGTERM)
+        out, err = consumer.communicate(timeout=60)
+    finally:
+        consumer.kill()
+
+    assert consumer.returncode == 0, err
+    handled = cast("list[bytes]", recorder.lrange("seen", 0, -1))
+    recorded = [(key, body) for key, _, _, body in (r.decode().split("|") for r in handled)]
+    assert sorted(recorded) == sorted(sent)
+    for key in {key for key, _ in sent}:
+        assert [b for k, b in recorded if k == key] == [b for k, b in sent if k == key]
+    lines = out.splitlines()
+    assert lines[0].endswith(" consuming invoices as billing") and lines[-1] == "stopped"
+    assert "Traceback" not in err

@@ -17,20 +17,17 @@ StartConsumer = Callable[..., Consumer]
 
 @pytest.fixture
 def spawn_consumer(
-    redis_client: redis.Redis, redis_url: str, standalone_redis_url: str, tmp_path: Path
+    redis_client: redis.Redis, redis_url: str, tmp_path: Path
 ) -> Iterator[SpawnConsumer]:
-    """Start ``manage.py consume`` children; every one still running at the end of the
-    test is resumed and killed, and their output is printed (shown when a test fails).
-    Their Celery broker and channel layer are the suite's standalone server (the settings
-    refuse to default them to a Redis Cluster)."""
+    """Start ``lockstep consume`` children; every one still running at the end of the
+    test is resumed and killed, and their output is printed (shown when a test fails)."""
     started: list[ConsumerProcess] = []
-    side = {"CELERY_BROKER_URL": standalone_redis_url, "CHANNELS_REDIS_URL": standalone_redis_url}
 
     def spawn(
         topic: str, group: str, consumer_id: str, *args: str, env: dict[str, str] | None = None
     ) -> ConsumerProcess:
         proc = ConsumerProcess(
-            redis_url, topic, group, consumer_id, tmp_path, list(args), {**side, **(env or {})}
+            redis_url, topic, group, consumer_id, tmp_path, list(args), dict(env or {})
         )
         started.append(proc.start())
         return proc

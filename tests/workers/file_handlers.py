@@ -49,10 +49,13 @@ def record_to_file(messages: Sequence[Message], ctx: ConsumeContext) -> ConsumeS
 
 
 def recorded(path: Path, group: str | None = None) -> list[dict[str, Any]]:
-    """The records in the order they were written, of one group or all."""
+    """The records in the order they were written, of one group or all. A last line
+    without its newline is a write still under way (a reader can see part of a
+    concurrent ``write`` to a regular file): it is left for the next read."""
     if not path.exists():
         return []
-    records = [json.loads(line) for line in path.read_text().splitlines() if line]
+    complete, _, _ = path.read_text().rpartition("\n")
+    records = [json.loads(line) for line in complete.splitlines() if line]
     return [r for r in records if group is None or r["g"] == group]
 
 

@@ -1,4 +1,4 @@
-"""Handlers the worker tests run, in the test process and in `manage.py consume` children.
+"""Handlers the worker tests run, in the test process and in `lockstep consume` children.
 
 ``record`` appends one JSON record per successfully handled message to the Redis list
 ``HANDLED`` (in the order Redis received them, which is a total order across processes),

@@ -3,14 +3,14 @@ recording handler and the event log left in Redis."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -21,6 +21,7 @@ from lockstep.workers import keys
 from lockstep.workers.config import Timings
 from lockstep.workers.events import read_all_events
 from lockstep.workers.refs import QueueRef
+from tests.support import wait_until
 from tests.workers.handlers import HANDLED
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,25 +56,6 @@ FAST_ENV = {
 }
 
 
-def wait_until(
-    predicate: Callable[[], Any],
-    timeout: float,
-    what: str | Callable[[], str],
-    interval: float = 0.05,
-) -> Any:
-    """Poll ``predicate`` until it returns something truthy; return that, or fail naming
-    ``what`` (a callable is asked at the time of failure) after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            description = what() if callable(what) else what
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {description}")
-        time.sleep(interval)
-
-
 def body(seq: int, **flags: Any) -> bytes:
     return json.dumps({"seq": seq, **flags}).encode()
 
@@ -81,7 +63,8 @@ def body(seq: int, **flags: Any) -> bytes:
 # -- consumer processes --------------------------------------------------------------------
 @dataclass
 class ConsumerProcess:
-    """One ``python manage.py consume`` child with its output in a log file."""
+    """One ``python -m lockstep consume`` child (the runtime alone, no Django: it starts
+    in a third of the time) with its output in a log file."""
 
     redis_url: str
     topic: str
@@ -102,12 +85,13 @@ class ConsumerProcess:
             **FAST_ENV,
             "REDIS_URL": self.redis_url,
             "PYTHONPATH": str(REPO),
-            "DJANGO_SETTINGS_MODULE": "lockstep.dashboard.settings",
+            "PYTHONFAULTHANDLER": "1",  # SIGABRT prints every thread's stack (stop())
             **self.env,
         }
         cmd = [
             sys.executable,
-            "manage.py",
+            "-m",
+            "lockstep",
             "consume",
             "--topic",
             self.topic,
@@ -146,8 +130,12 @@ class ConsumerProcess:
         if self.proc is not None:
             self.proc.wait(10)
 
-    def stop(self, timeout: float = 20.0) -> int:
-        """SIGTERM (a graceful stop: finish, commit, unlock, leave) and wait for the exit."""
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM (a graceful stop: finish, commit, unlock, leave) and wait for the exit.
+        The default leaves room for a loaded machine: the last consumer of a group may be
+        taking over every queue the others just left when its SIGTERM comes. One that does
+        not stop in time is made to print every thread's stack (SIGABRT: the child runs
+        with the fault handler on) before the assertion shows its output."""
         assert self.proc is not None
         if self.running():
             self.signal(signal.SIGCONT)  # in case a test left it paused
@@ -155,6 +143,9 @@ class ConsumerProcess:
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
+            self.signal(signal.SIGABRT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(10)
             self.kill()
             raise AssertionError(
                 f"{self.consumer_id} did not stop within {timeout}s:\n{self.output()[-3000:]}"

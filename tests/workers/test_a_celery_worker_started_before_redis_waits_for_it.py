@@ -14,9 +14,9 @@ import pytest
 import redis
 
 from lockstep.workers import Producer, create_topic
-from tests.support import RestartableRedis
+from tests.support import RestartableRedis, wait_until
 from tests.workers.file_handlers import FILE_HANDLER, RECORD_FILE_ENV, recorded
-from tests.workers.harness import REPO, body, order_violations, wait_until
+from tests.workers.harness import REPO, body, order_violations
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""`manage.py consume` started while Redis is unreachable does not die: it waits, with one
+"""`lockstep consume` started while Redis is unreachable does not die: it waits, with one
 log line per back-off step, and consumes once Redis is there; a SIGTERM while it waits
 ends it cleanly."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import redis
 
 from lockstep.workers import Producer, create_topic
-from tests.support import RestartableRedis
+from tests.support import RestartableRedis, wait_until
 from tests.workers.file_handlers import FILE_HANDLER, RECORD_FILE_ENV, recorded
-from tests.workers.harness import ConsumerProcess, body, order_violations, wait_until
+from tests.workers.harness import ConsumerProcess, body, order_violations
 
 WAITING = re.compile(r"waits for Redis \(.*\); next try in ([0-9.]+) s")
 

@@ -14,8 +14,9 @@ import pytest
 import redis
 
 from lockstep import Consumer, Producer, Subscription, create_topic
+from tests.support import wait_until
 from tests.workers.handlers import CALLS, fail_flag
-from tests.workers.harness import FAST, RECORD_HANDLER, body, fully_committed, wait_until
+from tests.workers.harness import FAST, RECORD_HANDLER, body, fully_committed
 
 TOPIC, GROUP = "payments", "ledger"
 # Short enough that a test sees several windows; long against the 10 ms retries, so each

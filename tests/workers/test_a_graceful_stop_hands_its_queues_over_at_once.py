@@ -10,6 +10,7 @@ from pathlib import Path
 import redis
 
 from lockstep.workers import Producer, create_topic
+from tests.support import wait_until
 from tests.workers.file_handlers import FILE_HANDLER, HANDLER_MS_ENV, RECORD_FILE_ENV, recorded
 from tests.workers.harness import (
     ConsumerProcess,
@@ -19,7 +20,6 @@ from tests.workers.harness import (
     lock_owners,
     order_violations,
     queues_by_owner,
-    wait_until,
 )
 
 QUEUES = 4

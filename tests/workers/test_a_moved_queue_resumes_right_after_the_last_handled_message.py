@@ -11,8 +11,9 @@ import pytest
 import redis
 
 from lockstep.workers import Producer, create_topic
+from tests.support import wait_until
 from tests.workers.conftest import SpawnConsumer
-from tests.workers.harness import body, fully_committed, handled, lock_owners, wait_until
+from tests.workers.harness import body, fully_committed, handled, lock_owners
 
 pytestmark = pytest.mark.slow
 

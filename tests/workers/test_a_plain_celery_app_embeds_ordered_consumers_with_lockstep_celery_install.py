@@ -24,7 +24,8 @@ import redis
 
 from lockstep import Producer, SendResult, create_topic
 from lockstep.workers.events import read_all_events
-from tests.workers.harness import FAST_ENV, wait_until
+from tests.support import wait_until
+from tests.workers.harness import FAST_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 APP_MODULE = "shop_worker"

@@ -25,8 +25,9 @@ from lockstep.workers.errors import SendError
 from lockstep.workers.hashing import queue_for_key
 from lockstep.workers.message import decode_entry
 from lockstep.workers.refs import QueueRef
+from tests.support import wait_until
 from tests.workers.conftest import StartConsumer
-from tests.workers.harness import events, fully_committed, handled, stream_entries, wait_until
+from tests.workers.harness import events, fully_committed, handled, stream_entries
 
 TOPIC, GROUP = "orders", "shipping"
 MAX_KEY, MAX_BODY = 16, 64
@@ -58,7 +59,7 @@ def _utf8_size(text: str) -> int | None:
 
 
 def _acceptable(key: str, body: bytes | bytearray, headers: dict[Any, Any] | None) -> bool:
-    """The documented rules (README, "Producer guarantees"), for the limits above."""
+    """The documented rules (docs/api.md §3, "Refused before sending"), for the limits above."""
     key_size = _utf8_size(key)
     if not key or key_size is None or key_size > MAX_KEY or len(body) > MAX_BODY:
         return False

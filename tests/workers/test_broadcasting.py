@@ -10,6 +10,7 @@ import redis
 
 from lockstep.workers import Producer, create_topic, keys
 from lockstep.workers.refs import QueueRef
+from tests.support import wait_until
 from tests.workers.conftest import SpawnConsumer
 from tests.workers.harness import (
     body,
@@ -18,7 +19,6 @@ from tests.workers.harness import (
     handled,
     handled_count,
     order_violations,
-    wait_until,
 )
 
 TOPIC, GROUP, QUEUES = "prices", "caches", 4

@@ -14,7 +14,8 @@ import redis
 from lockstep.workers import events as ev
 from lockstep.workers.events import EventLog
 from lockstep.workers.refs import QueueRef
-from tests.workers.harness import events, wait_until
+from tests.support import wait_until
+from tests.workers.harness import events
 
 FLUSH_S = 0.02
 INTERVAL_S = 0.3

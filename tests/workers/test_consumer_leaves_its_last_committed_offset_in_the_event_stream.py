@@ -13,14 +13,8 @@ import redis
 from lockstep.workers import Consumer, Producer, Subscription, create_topic
 from lockstep.workers import events as ev
 from lockstep.workers.config import Ordering
-from tests.workers.harness import (
-    FAST,
-    RECORD_HANDLER,
-    events,
-    fully_committed,
-    stored_offset,
-    wait_until,
-)
+from tests.support import wait_until
+from tests.workers.harness import FAST, RECORD_HANDLER, events, fully_committed, stored_offset
 
 TOPIC, GROUP, QUEUES, MESSAGES = "ledger", "posting", 2, 60
 

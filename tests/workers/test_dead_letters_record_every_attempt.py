@@ -10,9 +10,10 @@ import redis
 from lockstep.workers import Producer, create_topic
 from lockstep.workers.config import AfterDlq, Ordering
 from lockstep.workers.inspect import list_dead_letters
+from tests.support import wait_until
 from tests.workers.conftest import StartConsumer
 from tests.workers.handlers import fail_flag
-from tests.workers.harness import body, fully_committed, wait_until
+from tests.workers.harness import body, fully_committed
 
 TOPIC = "payments"
 

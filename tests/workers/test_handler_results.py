@@ -6,9 +6,10 @@ from __future__ import annotations
 import redis
 
 from lockstep.workers import Producer, create_topic
+from tests.support import wait_until
 from tests.workers.conftest import StartConsumer
 from tests.workers.handlers import CALLS
-from tests.workers.harness import body, events, fully_committed, handled, wait_until
+from tests.workers.harness import body, events, fully_committed, handled
 
 TOPIC, GROUP = "accounts", "balances"
 

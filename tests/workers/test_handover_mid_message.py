@@ -9,6 +9,7 @@ import redis
 
 from lockstep.workers import Producer, create_topic
 from lockstep.workers.hashing import queue_for_key
+from tests.support import wait_until
 from tests.workers.conftest import SpawnConsumer
 from tests.workers.handlers import SLOW_CLAIM
 from tests.workers.harness import (
@@ -20,7 +21,6 @@ from tests.workers.harness import (
     lock_owners,
     overlapping_handlings,
     registered,
-    wait_until,
 )
 
 pytestmark = pytest.mark.slow

@@ -18,7 +18,7 @@ from lockstep.workers.inspect import (
     list_dead_letters,
     overview,
 )
-from lockstep.workers.refs import QueueRef
+from lockstep.workers.refs import GroupQueue, QueueRef
 from lockstep.workers.topics import register_group
 
 pytestmark = pytest.mark.on_cluster
@@ -58,7 +58,10 @@ def test_it_counts_each_queue_and_group_asked_for_in_one_answer(
 ) -> None:
     create_topic(redis_client, "orders", 2)
     _dead_letter(redis_client, QueueRef("orders", 1), "mailer", 0, "a")
-    cells = [(QueueRef("orders", 1), "mailer"), (QueueRef("orders", 1), "auditor")]
+    cells = [
+        GroupQueue(QueueRef("orders", 1), "mailer"),
+        GroupQueue(QueueRef("orders", 1), "auditor"),
+    ]
 
     assert dead_letter_counts(redis_client, cells) == {cells[0]: 1, cells[1]: 0}
 

@@ -10,8 +10,9 @@ import redis
 from lockstep.workers import create_topic
 from lockstep.workers.inspect import consumers, queue_state
 from lockstep.workers.refs import QueueRef
+from tests.support import wait_until
 from tests.workers.conftest import SpawnConsumer
-from tests.workers.harness import FAST, wait_until
+from tests.workers.harness import FAST
 
 pytestmark = pytest.mark.on_cluster
 

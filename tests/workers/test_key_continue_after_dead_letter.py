@@ -9,6 +9,7 @@ import redis
 from lockstep.workers import Producer, create_topic
 from lockstep.workers.config import AfterDlq, Ordering
 from lockstep.workers.inspect import list_dead_letters
+from tests.support import wait_until
 from tests.workers.conftest import StartConsumer
 from tests.workers.handlers import CALLS
 from tests.workers.harness import (
@@ -19,7 +20,6 @@ from tests.workers.harness import (
     parked_keys,
     parked_offsets,
     stored_offset,
-    wait_until,
 )
 
 TOPIC, GROUP = "orders", "billing-continue"

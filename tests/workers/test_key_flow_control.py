@@ -15,6 +15,7 @@ from lockstep.workers import Consumer, Producer, create_topic
 from lockstep.workers.cards import KeyState
 from lockstep.workers.config import Ordering
 from lockstep.workers.ordering import KeyOrderingWorker
+from tests.support import wait_until
 from tests.workers.conftest import StartConsumer
 from tests.workers.handlers import DELAY_ENV, gate
 from tests.workers.harness import (
@@ -24,7 +25,6 @@ from tests.workers.harness import (
     handled,
     handled_count,
     order_violations,
-    wait_until,
 )
 
 TOPIC, GROUP = "orders", "billing-flow"

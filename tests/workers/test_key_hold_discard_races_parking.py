@@ -17,8 +17,9 @@ from lockstep.workers.dead_letters import discard
 from lockstep.workers.inspect import list_dead_letters
 from lockstep.workers.refs import QueueRef
 from lockstep.workers.scripts import script
+from tests.support import wait_until
 from tests.workers.conftest import StartConsumer
-from tests.workers.harness import body, events, handled, parked_keys, parked_offsets, wait_until
+from tests.workers.harness import body, events, handled, parked_keys, parked_offsets
 
 TOPIC, GROUP = "orders", "billing-discard-race"
 HELD = "order-1"

@@ -14,6 +14,7 @@ from lockstep.workers.config import AfterDlq, Ordering
 from lockstep.workers.dead_letters import discard
 from lockstep.workers.inspect import list_dead_letters
 from lockstep.workers.refs import QueueRef
+from tests.support import wait_until
 from tests.workers.conftest import StartConsumer
 from tests.workers.harness import (
     body,
@@ -22,7 +23,6 @@ from tests.workers.harness import (
     handled,
     parked_keys,
     parked_offsets,
-    wait_until,
 )
 
 TOPIC, GROUP = "orders", "billing-hold"

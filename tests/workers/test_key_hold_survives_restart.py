@@ -13,6 +13,7 @@ from lockstep.workers import Producer, create_topic
 from lockstep.workers.dead_letters import discard
 from lockstep.workers.inspect import list_dead_letters
 from lockstep.workers.refs import QueueRef
+from tests.support import wait_until
 from tests.workers.conftest import SpawnConsumer
 from tests.workers.harness import (
     body,
@@ -21,7 +22,6 @@ from tests.workers.harness import (
     lock_owners,
     parked_keys,
     parked_offsets,
-    wait_until,
 )
 
 TOPIC, GROUP = "orders", "billing-restart"

@@ -16,6 +16,7 @@ import pytest
 import redis
 
 from lockstep.workers import Producer, create_topic
+from tests.support import wait_until
 from tests.workers.conftest import SpawnConsumer
 from tests.workers.harness import (
     body,
@@ -26,7 +27,6 @@ from tests.workers.harness import (
     order_violations,
     overlapping_handlings,
     registered,
-    wait_until,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.on_cluster]

@@ -13,9 +13,10 @@ from lockstep.workers import Producer, create_topic, keys
 from lockstep.workers.config import Ordering
 from lockstep.workers.offset_tracker import encode_ranges
 from lockstep.workers.refs import QueueRef
+from tests.support import wait_until
 from tests.workers.conftest import StartConsumer
 from tests.workers.handlers import CALLS
-from tests.workers.harness import body, events, handled, stored_offset, wait_until
+from tests.workers.harness import body, events, handled, stored_offset
 
 TOPIC, GROUP = "orders", "billing-keys"
 POISON_KEY = "order-poison"

@@ -12,6 +12,7 @@ import redis
 
 from lockstep.workers import Producer, create_topic
 from lockstep.workers.offset_tracker import decode_ranges
+from tests.support import wait_until
 from tests.workers.conftest import SpawnConsumer
 from tests.workers.handlers import fail_flag
 from tests.workers.harness import (
@@ -25,7 +26,6 @@ from tests.workers.harness import (
     lock_owners,
     order_violations,
     stored_offset,
-    wait_until,
 )
 
 TOPIC, GROUP = "orders", "billing-restart-skip"

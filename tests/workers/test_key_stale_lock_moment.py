@@ -15,6 +15,7 @@ import redis
 
 from lockstep.workers import Consumer, Producer, Subscription, Timings, create_topic
 from lockstep.workers.config import Ordering
+from tests.support import wait_until
 from tests.workers.handlers import DELAY_ENV
 from tests.workers.harness import (
     RECORD_HANDLER,
@@ -23,7 +24,6 @@ from tests.workers.harness import (
     fully_committed,
     handled,
     order_violations,
-    wait_until,
 )
 
 TOPIC, GROUP = "orders", "billing-stale"

@@ -13,6 +13,7 @@ import redis
 from lockstep.workers import Consumer, Producer, Subscription, create_topic
 from lockstep.workers.broker import Broker
 from lockstep.workers.refs import QueueRef
+from tests.support import wait_until
 from tests.workers.harness import (
     FAST,
     RECORD_HANDLER,
@@ -20,7 +21,6 @@ from tests.workers.harness import (
     lock_owners,
     redis_now_ms,
     wait_for_lock_expiry,
-    wait_until,
 )
 
 REF = QueueRef("orders", 0)

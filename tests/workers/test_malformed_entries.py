@@ -8,15 +8,9 @@ import redis
 from lockstep.workers import Producer, create_topic, keys
 from lockstep.workers.broker import Broker
 from lockstep.workers.refs import QueueRef
+from tests.support import wait_until
 from tests.workers.conftest import StartConsumer
-from tests.workers.harness import (
-    body,
-    events,
-    fully_committed,
-    handled,
-    stream_entries,
-    wait_until,
-)
+from tests.workers.harness import body, events, fully_committed, handled, stream_entries
 
 TOPIC, GROUP = "orders", "shipping"
 

@@ -18,6 +18,7 @@ import pytest
 import redis
 
 from lockstep.workers import Producer, create_topic
+from tests.support import wait_until
 from tests.workers.conftest import SpawnConsumer
 from tests.workers.handlers import SLOW_CLAIM
 from tests.workers.harness import (
@@ -31,7 +32,6 @@ from tests.workers.harness import (
     lock_owners,
     order_violations,
     registered,
-    wait_until,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.on_cluster]

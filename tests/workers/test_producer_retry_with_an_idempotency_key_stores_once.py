@@ -13,7 +13,7 @@ from lockstep.workers import InvalidMessageError, Producer, create_topic, keys
 from lockstep.workers.hashing import queue_for_key
 from lockstep.workers.message import IDEMPOTENCY_KEY_HEADER, decode_entry
 from lockstep.workers.refs import QueueRef
-from tests.workers.harness import wait_until
+from tests.support import wait_until
 
 TOPIC = "payments"
 

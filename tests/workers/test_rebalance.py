@@ -13,6 +13,7 @@ import pytest
 import redis
 
 from lockstep.workers import Producer, create_topic
+from tests.support import wait_until
 from tests.workers.conftest import SpawnConsumer
 from tests.workers.handlers import HANDLED
 from tests.workers.harness import (
@@ -27,7 +28,6 @@ from tests.workers.harness import (
     overlapping_handlings,
     queues_by_owner,
     registered,
-    wait_until,
 )
 
 pytestmark = pytest.mark.slow

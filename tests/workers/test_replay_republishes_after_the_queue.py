@@ -13,9 +13,10 @@ from lockstep.workers.config import AfterDlq, Ordering
 from lockstep.workers.dead_letters import ReplayOutcome, replay
 from lockstep.workers.inspect import list_dead_letters
 from lockstep.workers.refs import QueueRef
+from tests.support import wait_until
 from tests.workers.conftest import StartConsumer
 from tests.workers.handlers import fail_flag
-from tests.workers.harness import body, events, fully_committed, handled, wait_until
+from tests.workers.harness import body, events, fully_committed, handled
 
 pytestmark = pytest.mark.on_cluster
 

@@ -10,10 +10,11 @@ from typing import Any
 import redis
 from channels_redis.core import RedisChannelLayer
 
-from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.web.redis_conn import get_redis
 from lockstep.workers import create_topic
 from lockstep.workers.inspect import overview
-from tests.dashboard.helpers import produce, running_consumer, wait_until
+from tests.dashboard.helpers import produce, running_consumer
+from tests.support import probe_until
 
 TOPIC, GROUP, MESSAGES = "orders", "mailer", 12
 
@@ -24,10 +25,10 @@ def consume_through(url: str, settings: Any) -> dict[str, int]:
     create_topic(redis.Redis.from_url(url), TOPIC, 2)
     produce(url, TOPIC, [f"order-{i}" for i in range(MESSAGES)])
     with running_consumer(url, TOPIC, GROUP) as (_, recorder):
-        handled = wait_until(recorder.count, lambda n: n == MESSAGES)
+        handled = probe_until(recorder.count, lambda n: n == MESSAGES)
         assert handled == MESSAGES
         settings.REDIS_URL = url
-        return wait_until(lambda: _lag(get_redis()), lambda lag: not any(lag.values()))
+        return probe_until(lambda: _lag(get_redis()), lambda lag: not any(lag.values()))
 
 
 def _lag(client: redis.Redis) -> dict[str, int]:

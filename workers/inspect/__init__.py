@@ -59,10 +59,13 @@ from lockstep.workers.inspect.messages import (
     MessageNotFound,
     MessageView,
     OffsetLookup,
+    StreamRange,
     key_at,
+    keys_at,
     max_offset,
     message_at,
     messages_by_key,
+    stream_ranges,
 )
 from lockstep.workers.inspect.state import (
     GroupState,
@@ -96,6 +99,7 @@ __all__ = [
     "QueueLag",
     "QueueSnapshot",
     "QueueState",
+    "StreamRange",
     "Topic",
     "TopicLag",
     "TopicState",
@@ -112,6 +116,7 @@ __all__ = [
     "held_keys",
     "holds",
     "key_at",
+    "keys_at",
     "list_dead_letters",
     "list_topics",
     "max_offset",
@@ -126,5 +131,6 @@ __all__ = [
     "read_dead_letters",
     "redis_now_ms",
     "registered_consumers",
+    "stream_ranges",
     "topic_state",
 ]

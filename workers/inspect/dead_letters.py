@@ -15,7 +15,7 @@ from lockstep.workers import keys
 from lockstep.workers.inspect.lag import Overview
 from lockstep.workers.message import REPLAY_OF_HEADER, FailedAttempt, Message
 from lockstep.workers.redis_types import as_bytes, entries
-from lockstep.workers.refs import QueueRef
+from lockstep.workers.refs import GroupQueue, QueueRef
 from lockstep.workers.topics import get_topic, groups_of, list_topics
 
 
@@ -178,14 +178,12 @@ def dead_letters_present(
     return [bool(found) for found in pipe.execute()]
 
 
-def dead_letter_counts(
-    client: redis.Redis, cells: Iterable[tuple[QueueRef, str]]
-) -> dict[tuple[QueueRef, str], int]:
-    """Dead letters waiting per (queue, group) of ``cells``, in one round trip."""
+def dead_letter_counts(client: redis.Redis, cells: Iterable[GroupQueue]) -> dict[GroupQueue, int]:
+    """Dead letters waiting per group and queue of ``cells``, in one round trip."""
     wanted = list(cells)
     pipe = client.pipeline(transaction=False)
-    for ref, group in wanted:
-        pipe.xlen(keys.dead_letters(ref, group))
+    for cell in wanted:
+        pipe.xlen(keys.dead_letters(cell.ref, cell.group))
     return {cell: int(n) for cell, n in zip(wanted, pipe.execute(), strict=True)}
 
 
@@ -193,8 +191,8 @@ def dead_letters_per_queue(client: redis.Redis, topic: str, group: str) -> dict[
     """Queue number -> dead letters waiting there for the group (every queue of the topic,
     0 included). Raises ``UnknownTopicError``."""
     refs = [QueueRef(topic, q) for q in range(get_topic(client, topic).queues)]
-    counts = dead_letter_counts(client, [(ref, group) for ref in refs])
-    return {ref.queue: n for (ref, _group), n in counts.items()}
+    counts = dead_letter_counts(client, [GroupQueue(ref, group) for ref in refs])
+    return {cell.queue: n for cell, n in counts.items()}
 
 
 def dead_letters_per_group(client: redis.Redis, snapshot: Overview) -> dict[tuple[str, str], int]:
@@ -203,13 +201,13 @@ def dead_letters_per_group(client: redis.Redis, snapshot: Overview) -> dict[tupl
     counts = dead_letter_counts(
         client,
         [
-            (QueueRef(t["name"], q["queue"]), group)
+            GroupQueue(QueueRef(t["name"], q["queue"]), group)
             for t in snapshot["topics"]
             for q in t["queues"]
             for group in t["groups"]
         ],
     )
     totals: dict[tuple[str, str], int] = {}
-    for (ref, group), n in counts.items():
-        totals[(ref.topic, group)] = totals.get((ref.topic, group), 0) + n
+    for cell, n in counts.items():
+        totals[(cell.topic, cell.group)] = totals.get((cell.topic, cell.group), 0) + n
     return totals

@@ -7,6 +7,7 @@ age; the stream itself is read only near the offsets asked for.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -125,9 +126,44 @@ def message_at(client: redis.Redis, ref: QueueRef, offset: int) -> OffsetLookup:
 def key_at(client: redis.Redis, ref: QueueRef, offset: int) -> str:
     """The key of the message at ``offset`` of the queue's stream; "" when there is none
     (trimmed, not produced yet) or the entry is malformed."""
-    for message in _decoded(ref, _read(client, ref, offset, 1)):
-        return message.key if message.offset == offset else ""
-    return ""
+    return keys_at(client, [(ref, offset)])[(ref, offset)]
+
+
+def keys_at(
+    client: redis.Redis, wanted: Iterable[tuple[QueueRef, int]]
+) -> dict[tuple[QueueRef, int], str]:
+    """``key_at`` for each (queue, offset) of ``wanted``, in one pipelined round trip."""
+    asked = list(dict.fromkeys(wanted))
+    replies = stream_ranges(client, [StreamRange(ref, offset, offset + 1) for ref, offset in asked])
+    found = {}
+    for at, reply in zip(asked, replies, strict=True):
+        decoded = _decoded(at[0], reply)
+        found[at] = decoded[0].key if decoded and decoded[0].offset == at[1] else ""
+    return found
+
+
+@dataclass(frozen=True)
+class StreamRange:
+    """The entries of a queue's stream with offsets from ``start`` up to ``end``
+    (excluded; ``None``: the newest), at most ``count`` of them (``None``: all)."""
+
+    ref: QueueRef
+    start: int
+    end: int | None = None
+    count: int | None = None
+
+
+def stream_ranges(client: redis.Redis, ranges: Sequence[StreamRange]) -> list[list[Entry]]:
+    """The raw entries of each range, oldest first, in one pipelined round trip (on a
+    cluster, one per node holding them). An entry is returned as stored, malformed or
+    not: ``message.decode_entry`` tells."""
+    if not ranges:
+        return []
+    pipe = client.pipeline(transaction=False)
+    for r in ranges:
+        end = "+" if r.end is None else f"({r.end}-0"
+        pipe.xrange(keys.stream(r.ref), min=f"{r.start}-0", max=end, count=r.count)
+    return [entries(reply) for reply in pipe.execute()]
 
 
 def max_offset(client: redis.Redis, ref: QueueRef) -> int:

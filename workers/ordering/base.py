@@ -1,4 +1,4 @@
-"""The contract an ordering mode fulfils: one owned queue, consumed on its own thread.
+"""The contract an ordering mode fulfils: one owned queue, consumed in steps.
 
 What a mode is handed (``WorkerEnv`` + the queue's ``QueueRef`` + its fencing token):
 - the subscription, the broker, the event log, the timings, the consumer id, the handler,
@@ -8,8 +8,12 @@ What a mode is handed (``WorkerEnv`` + the queue's ``QueueRef`` + its fencing to
 What it implements:
 - ``restore()``: read where to start from Redis (never from local memory: the broker is
   the truth after every grant).
-- ``consume()``: run until ``stopping`` is set. Invoke the handler only through
-  ``invoke()`` and only while ``lock_valid()``; stop taking new messages once stopping.
+- ``consume()``: a generator that runs until ``stopping`` is set, yielding a
+  ``runner.Wait`` after each bounded piece of work (a read, a batch) and wherever it would
+  block (no data, a pause, a stale lock): a runner (``runner.QueueThreads`` or
+  ``scheduler.QueuePool``) steps it from one thread at a time. Invoke the handler only
+  through ``invoke()`` and only while ``lock_valid()``; stop taking new messages once
+  stopping.
 - ``finish()``: after ``consume()`` returns (or raised): wait for messages in progress and
   write what completed, under the fence. Nothing may be written after it returns.
 - ``commit_point()``: the committed offset as the mode sees it (reported on release).
@@ -34,7 +38,7 @@ import threading
 import time
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +66,7 @@ from lockstep.workers.message import (
     foreign_entry,
     parse_offset,
 )
+from lockstep.workers.ordering.runner import QueueThreads, Runner, Wait
 from lockstep.workers.outage import REDIS_DOWN, redis_outage
 from lockstep.workers.refs import QueueRef
 
@@ -86,6 +91,8 @@ class WorkerEnv:
     lanes: LanePool | None = None  # key ordering only
     # Where handler failures are logged, rate-limited; one per consumer process.
     handler_log: HandlerLog = field(default_factory=HandlerLog)
+    # Who steps the queue workers: a thread each unless given (``runner``).
+    runner: Runner | None = None
 
 
 @dataclass(frozen=True)
@@ -131,7 +138,8 @@ class QueueWorker(ABC):
     """One owned queue under one ordering mode; see the module docstring for the contract.
 
     Control (from the rebalance thread): ``start``, ``drop``, ``join``, ``renewed`` and
-    the ``alive`` / ``dropped`` / ``releasing`` properties."""
+    the ``alive`` / ``dropped`` / ``releasing`` properties. Every change of what the
+    worker waits for (a renewal, a drop) pokes its runner, which ends the current wait."""
 
     def __init__(self, env: WorkerEnv, ref: QueueRef, token: int | None) -> None:
         self.env = env
@@ -143,15 +151,18 @@ class QueueWorker(ABC):
         self.stop_reason = ""
         self.next_fetch = 0  # the next offset to read from the stream
         self._stopping = threading.Event()
-        # Set by every renewal and drop: what a worker with a stale lock waits for.
-        self._wake = threading.Event()
+        self._started = False
+        self._stepped_out = threading.Event()
+        self._runner: Runner = env.runner or QueueThreads(
+            env.broker.client, env.timings.poll_block_s
+        )
         self._release_lock = True
         # IDs of foreign entries at or above ``next_fetch`` already handed out: a read
         # from ``next_fetch`` returns them again, and they must be dead-lettered once.
         self._foreign_seen: set[bytes] = set()
-        self._thread = threading.Thread(
-            target=self._run, name=f"lockstep-{ref.topic}-{ref.queue}", daemon=True
-        )
+        # The last read met only foreign entries already handed out: they stay in the
+        # stream, so waiting for data would wake at once; wait for a while instead.
+        self._only_foreign = False
 
     # -- the mode's part ---------------------------------------------------------------
     @abstractmethod
@@ -159,8 +170,9 @@ class QueueWorker(ABC):
         """Read where to start (offsets, mode state) from Redis; set ``next_fetch``."""
 
     @abstractmethod
-    def consume(self) -> None:
-        """Consume until ``stopping`` is set; the handler only through ``invoke``."""
+    def consume(self) -> Iterator[Wait]:
+        """Consume until ``stopping`` is set, in steps; the handler only through
+        ``invoke``."""
 
     @abstractmethod
     def finish(self) -> None:
@@ -177,7 +189,8 @@ class QueueWorker(ABC):
 
     # -- control (called from the rebalance thread) ----------------------------------
     def start(self) -> None:
-        self._thread.start()
+        self._started = True
+        self._runner.start(self)
 
     def drop(self, reason: str, *, release_lock: bool = True) -> None:
         """Ask the worker to stop after the work in progress; it writes what completed,
@@ -186,7 +199,7 @@ class QueueWorker(ABC):
             self.stop_reason = reason
             self._release_lock = release_lock
             self._stopping.set()
-            self._wake.set()
+            self._poke()
 
     def abandon(self, reason: str) -> None:
         """Stop without writing anything more and without unlocking, also when already
@@ -197,7 +210,7 @@ class QueueWorker(ABC):
             self.stop_reason = reason
         self._release_lock = False
         self._stopping.set()
-        self._wake.set()
+        self._poke()
 
     def redis_failed(self, exc: BaseException) -> None:
         """A Redis call of this queue failed because Redis is unreachable: told once per
@@ -206,12 +219,11 @@ class QueueWorker(ABC):
         self.abandon("redis unavailable")
 
     def join(self, timeout: float) -> bool:
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+        return not self._started or self._stepped_out.wait(timeout)
 
     @property
     def alive(self) -> bool:
-        return self._thread.is_alive()
+        return self._started and not self._stepped_out.is_set()
 
     @property
     def dropped(self) -> bool:
@@ -232,35 +244,45 @@ class QueueWorker(ABC):
 
     def renewed(self, at: float) -> None:
         self.last_locked = at
-        self._wake.set()
+        self._poke()
+
+    def _poke(self) -> None:
+        if self._started:
+            self._runner.poke(self)
 
     def lock_valid(self) -> bool:
         if self.token is None:  # broadcasting: no locks
             return True
         return time.monotonic() - self.last_locked < self.env.timings.client_lock_expiry_s
 
-    def waited_for_renewal(self) -> bool:
-        """While the client-side lock is stale, wait a moment and say so: nothing may be
-        consumed until the rebalance thread renews the lock or drops the queue."""
+    def renewal_wait(self) -> Wait | None:
+        """While the client-side lock is stale, what to wait for (a renewal or a drop
+        pokes it; at most a renew interval): nothing may be consumed until the rebalance
+        thread renews the lock or drops the queue. ``None`` while the lock is valid."""
         if self.lock_valid():
-            return False
+            return None
         self.state = "lock_expired"
-        self._wake.clear()
-        if not self.lock_valid() and not self._stopping.is_set():
-            self._wake.wait(self.env.timings.lock_renew_interval_s)
-        return True
+        return Wait(self.env.timings.lock_renew_interval_s)
+
+    def data_wait(self, seconds: float | None = None) -> Wait:
+        """What an idle queue waits for: an entry at ``next_fetch`` or later (or, after a
+        read that met only foreign entries, ``poll_block_s``), at most ``seconds``."""
+        if self._only_foreign:
+            block = self.env.timings.poll_block_s
+            return Wait(block if seconds is None else min(block, seconds))
+        return Wait(seconds, data_from=self.next_fetch)
 
     @property
     def stopping(self) -> threading.Event:
         return self._stopping
 
     # -- services for the modes ------------------------------------------------------
-    def read(self, count: int, block_s: float) -> list[Item]:
+    def read(self, count: int) -> list[Item]:
         """The next entries of the queue from ``next_fetch`` on, in offset order, decoded
         (a malformed entry comes back as ``MalformedEntry``); advances ``next_fetch``.
         An entry another writer put there comes back once, as a foreign
-        ``MalformedEntry``, and does not advance ``next_fetch``."""
-        found = self.env.broker.read_from(self.ref, self.next_fetch, count, block_s=block_s)
+        ``MalformedEntry``, and does not advance ``next_fetch``. Never blocks."""
+        found = self.env.broker.read_from(self.ref, self.next_fetch, count)
         out: list[Item] = []
         sequence: int | None = None  # read only when an entry leaves a gap
         for entry_id, fields in found:
@@ -280,9 +302,7 @@ class QueueWorker(ABC):
                 self.next_fetch = item.offset + 1
             out.append(item)
         self._foreign_seen = {i for i in self._foreign_seen if parse_offset(i) >= self.next_fetch}
-        if found and not out:
-            # Only foreign entries already handed out: the read did not block on them.
-            self._stopping.wait(block_s)
+        self._only_foreign = bool(found) and not out
         return out
 
     def _decode(self, entry_id: bytes, fields: dict[bytes, bytes]) -> Item:
@@ -411,11 +431,12 @@ class QueueWorker(ABC):
             "head_offset": head_offset,
         }
 
-    # -- the thread ------------------------------------------------------------------
-    def _run(self) -> None:
+    # -- the steps -------------------------------------------------------------------
+    def steps(self) -> Generator[Wait, None, None]:
+        """The worker's whole life, for its runner: restore, consume, finish, release."""
         try:
             self.restore()
-            self.consume()
+            yield from self.consume()
         except REDIS_DOWN as exc:
             self.redis_failed(exc)
         except Exception:
@@ -427,6 +448,9 @@ class QueueWorker(ABC):
                 self.finish()
             finally:
                 self._release()
+
+    def stepped_out(self) -> None:
+        self._stepped_out.set()
 
     def _release(self) -> None:
         self.state = "stopped"

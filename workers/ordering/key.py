@@ -1,8 +1,8 @@
 """Key ordering: a queue's messages run on the subscription's lanes, ordered per key.
 
 Beyond the base contract (``workers.ordering.base``):
-- The worker's own thread pulls the queue in offset order and hands each message to its
-  key's lane; lanes run the handler. Per key, messages run one at a time in offset order.
+- The worker's steps pull the queue in offset order and hand each message to its key's
+  lane; lanes run the handler. Per key, messages run one at a time in offset order.
 - A failing message blocks only its own key, which retries with per-key back-off
   (``retry_initial_ms`` * ``retry_factor`` ** n, capped at ``retry_max_ms``).
 - At ``max_reconsume_times`` the message is dead-lettered; under ``after_dlq = hold`` its
@@ -24,6 +24,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 
 from lockstep.workers import events as ev
 from lockstep.workers.broker import CommitOutcome, CommitResult, dead_letter_entry
@@ -33,6 +34,7 @@ from lockstep.workers.lanes import LanePool, Task, Verdict
 from lockstep.workers.message import MalformedEntry, Message, deserialize, serialize
 from lockstep.workers.offset_tracker import OffsetTracker
 from lockstep.workers.ordering.base import FailureLog, QueueWorker, WorkerEnv, malformed_dead_letter
+from lockstep.workers.ordering.runner import READY, Wait
 from lockstep.workers.outage import REDIS_DOWN
 from lockstep.workers.refs import QueueRef
 
@@ -48,6 +50,8 @@ PARKED_POLL_S = 0.5
 STALE_LOCK_RETRY_S = 0.05
 # How often a changed key-level state is reported: live enough for the pages, few events.
 STATE_EVENT_S = 1.0
+# While pulling is paused (max_in_flight), how often the room is looked at again.
+FLOW_CHECK_S = 0.01
 _serials = itertools.count(1)
 
 
@@ -105,27 +109,47 @@ class KeyOrderingWorker(QueueWorker):
             out["state"] = "blocked"
         return out
 
-    def consume(self) -> None:
+    def consume(self) -> Iterator[Wait]:
         sub = self.env.sub
         next_flush = next_parked_poll = next_state = 0.0
         while not self.stopping.is_set():
             now = time.monotonic()
-            if self.waited_for_renewal():
+            renewal = self.renewal_wait()
+            if renewal is not None:
+                yield renewal
                 continue
             if now >= next_flush:
                 self._flush()
                 next_flush = now + sub.flush_interval_ms / 1000.0
             if now >= next_parked_poll:
-                self._poll_parked()
+                if self._has_holds():  # nothing held: no replay or discard to pick up
+                    self._poll_parked()
                 next_parked_poll = now + PARKED_POLL_S
             if now >= next_state:
                 self._report_state()
                 next_state = now + STATE_EVENT_S
             if self._flow_controlled():
-                self.stopping.wait(0.01)
+                yield Wait(FLOW_CHECK_S)
                 continue
             self.state = "consuming"
-            self._pull(min(FETCH_COUNT, sub.max_in_flight - self.tracker.in_flight))
+            if self._pull(min(FETCH_COUNT, sub.max_in_flight - self.tracker.in_flight)):
+                yield READY  # the other queues of the runner get their turn
+                continue
+            due = min(next_flush, next_parked_poll, next_state) - time.monotonic()
+            yield self.data_wait(max(0.0, due) if self._duties_pending() else None)
+
+    def _has_holds(self) -> bool:
+        with self._mutex:
+            return bool(self.parked) or self._holds_in_progress > 0
+
+    def _duties_pending(self) -> bool:
+        """Whether an idle queue still has periodic work ahead: messages in its lanes, a
+        commit to flush, held keys to poll, or a key state not reported yet. Without any,
+        it waits for data alone (an idle queue costs nothing)."""
+        with self._mutex:
+            busy = self.tracker.in_flight > 0 or self._dirty or bool(self.parked)
+            busy = busy or self._holds_in_progress > 0
+        return busy or self.key_state() != self._last_state
 
     def _flow_controlled(self) -> bool:
         in_flight = self.tracker.in_flight
@@ -139,8 +163,9 @@ class KeyOrderingWorker(QueueWorker):
             self.emit(ev.FLOW_RESUMED, details={"in_flight": in_flight, "max_in_flight": limit})
         return self.flow_paused
 
-    def _pull(self, room: int) -> None:
-        items = self.read(max(1, room), self.env.timings.poll_block_s)
+    def _pull(self, room: int) -> bool:
+        """Read up to ``room`` entries and hand them out; whether any were read."""
+        items = self.read(max(1, room))
         to_park: dict[str, list[Task]] = defaultdict(list)
         for item in items:
             if isinstance(item, MalformedEntry) and item.foreign:
@@ -165,6 +190,7 @@ class KeyOrderingWorker(QueueWorker):
                 to_park[item.key].append(Task(item, self))
         for key, tasks in to_park.items():
             self._park(key, tasks)
+        return bool(items)
 
     # -- lane side (called from lane threads) ---------------------------------------------
     def process(self, task: Task) -> tuple[Verdict, float]:

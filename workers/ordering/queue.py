@@ -2,9 +2,9 @@
 ``ConsumeMessageOrderlyService.ConsumeRequest`` together with the queue's ``ProcessQueue``).
 
 Beyond the base contract:
-- At most one thread runs a queue's loop in a process (the thread *is* the queue's
-  ``MessageQueueLock``); ``consume_lock`` is held exactly while the handler runs and its
-  result is processed, so a release never happens in the middle of a message.
+- At most one thread steps a queue's loop at a time in a process (its runner is the
+  queue's ``MessageQueueLock``); ``consume_lock`` is held exactly while the handler runs
+  and its result is processed, so a release never happens in the middle of a message.
 - The handler gets up to ``batch_size`` messages in offset order. On success the offset
   after the batch becomes the handled position; on a suspend every message of the batch
   has its reconsume count bumped and the queue pauses, then retries the same batch; a
@@ -24,6 +24,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from typing import Any
 
 from lockstep.workers import events as ev
@@ -38,6 +39,7 @@ from lockstep.workers.ordering.base import (
     WorkerEnv,
     malformed_dead_letter,
 )
+from lockstep.workers.ordering.runner import READY, Wait
 from lockstep.workers.outage import REDIS_DOWN
 from lockstep.workers.refs import QueueRef
 
@@ -62,28 +64,33 @@ class QueueOrderingWorker(QueueWorker):
         env = self.env
         self.next_fetch = env.broker.read_offset(self.ref, env.offset_group).committed
 
-    def consume(self) -> None:
+    def consume(self) -> Iterator[Wait]:
         t = self.env.timings
         streak_start = time.monotonic()
         while not self.stopping.is_set():
             now = time.monotonic()
-            if self.waited_for_renewal():
+            renewal = self.renewal_wait()
+            if renewal is not None:
+                yield renewal
                 continue
             if self.paused_until > now:
                 self.state = "suspended"
-                self.stopping.wait(min(self.paused_until - now, 0.1))
+                yield Wait(self.paused_until - now)
                 continue
-            if not self.buffer and not self._fill(t.poll_block_s):
+            if not self.buffer and not self._fill():
                 self._write_commit()  # idle: the stored offset catches up at once
                 self.state = "idle"
                 streak_start = time.monotonic()
+                yield self.data_wait()
                 continue
             self.state = "consuming"
             self._consume_head()
             if time.monotonic() - streak_start > t.max_continuous_s:
                 # RocketMQ yields a queue consumed continuously for 60 s so others run.
-                time.sleep(t.continuous_yield_s)
+                yield Wait(t.continuous_yield_s)
                 streak_start = time.monotonic()
+            else:
+                yield READY  # the other queues of the runner get their turn
 
     def finish(self) -> None:
         """Commit the handled position, unless the queue was fenced, lost or abandoned
@@ -108,8 +115,8 @@ class QueueOrderingWorker(QueueWorker):
         return self.base_snapshot(retries, head.offset if head is not None else self.next_fetch)
 
     # -- the loop --------------------------------------------------------------------
-    def _fill(self, block_s: float) -> bool:
-        self.buffer.extend(self.read(PREFETCH, block_s))
+    def _fill(self) -> bool:
+        self.buffer.extend(self.read(PREFETCH))
         return bool(self.buffer)
 
     def _take_batch(self) -> list[Message]:

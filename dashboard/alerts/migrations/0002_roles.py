@@ -1,5 +1,5 @@
-"""The alert permissions of the roles made by ``deadletters.0002_roles`` (README
-"Roles"): viewers see alerts, silences, rules and channels; operators also acknowledge
+"""The alert permissions of the roles made by ``deadletters.0002_roles`` (docs/dead-letters.md
+§4, "Roles"): viewers see alerts, silences, rules and channels; operators also acknowledge
 and snooze alerts, manage silences and change rule thresholds; admins also manage
 notification channels."""
 

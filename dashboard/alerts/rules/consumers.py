@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from lockstep.dashboard.alerts.rules.base import WARNING, Finding, Param, ParamsFor, Rule
 from lockstep.dashboard.alerts.text import duration
+from lockstep.workers.refs import GroupQueue
 
 if TYPE_CHECKING:
     from lockstep.dashboard.alerts.live import LiveState
@@ -24,7 +25,7 @@ class ConsumerLost(Rule):
     )
 
     def evaluate(self, live: LiveState, params_for: ParamsFor) -> list[Finding]:
-        holding: dict[str, list[tuple[str, str, int]]] = {}
+        holding: dict[str, list[GroupQueue]] = {}
         for at, g in live.queue_groups():
             if g["owner"]:
                 holding.setdefault(g["owner"], []).append(at)
@@ -37,7 +38,9 @@ class ConsumerLost(Rule):
                 if threshold is None or age_s < max(threshold, live.heartbeat_timeout_s):
                     continue
                 queues = sorted(
-                    q for (t, g, q) in holding.get(c["id"], []) if (t, g) == (topic, group)
+                    at.queue
+                    for at in holding.get(c["id"], [])
+                    if (at.topic, at.group) == (topic, group)
                 )
                 out.append(
                     Finding(
@@ -90,7 +93,7 @@ class LockFlapping(Rule):
         )
         counts = {w: live.lock_grants(w) for w in windows}
         for at, g in live.queue_groups():
-            p = params_for(self.name, at[0], at[1])
+            p = params_for(self.name, at.topic, at.group)
             if p is None:
                 continue
             grants = counts[p["window_s"]].get(at, 0)
@@ -100,11 +103,11 @@ class LockFlapping(Rule):
                 Finding(
                     rule=self.name,
                     severity=WARNING,
-                    topic=at[0],
-                    group=at[1],
-                    queue=at[2],
+                    topic=at.topic,
+                    group=at.group,
+                    queue=at.queue,
                     since_ms=int(live.now_ms - p["window_s"] * 1000),
-                    summary=f"{at[0]}/{at[1]} queue {at[2]}: its lock changed owner {grants} "
+                    summary=f"{at}: its lock changed owner {grants} "
                     f"times in the last {duration(p['window_s'])} (now {g['owner'] or 'nobody'})",
                     details={"grants": grants, "window_s": p["window_s"], "owner": g["owner"]},
                 )

@@ -26,20 +26,20 @@ class LagHigh(Rule):
     def evaluate(self, live: LiveState, params_for: ParamsFor) -> list[Finding]:
         out = []
         for at, g in live.queue_groups():
-            p = params_for(self.name, at[0], at[1])
+            p = params_for(self.name, at.topic, at.group)
             if p is None or g["time_lag_s"] <= p["time_lag_s"]:
                 continue
             out.append(
                 Finding(
                     rule=self.name,
                     severity=WARNING,
-                    topic=at[0],
-                    group=at[1],
-                    queue=at[2],
+                    topic=at.topic,
+                    group=at.group,
+                    queue=at.queue,
                     offset=g["committed_offset"],
                     # The oldest waiting message was produced then: the lag began there.
                     since_ms=int(live.now_ms - g["time_lag_s"] * 1000),
-                    summary=f"{at[0]}/{at[1]} queue {at[2]}: time lag "
+                    summary=f"{at}: time lag "
                     f"{duration(g['time_lag_s'])} (threshold {duration(p['time_lag_s'])}), "
                     f"{g['lag']} messages behind",
                     details={"time_lag_s": g["time_lag_s"], "lag": g["lag"]},
@@ -75,9 +75,9 @@ class LagTrend(Rule):
 
     def evaluate(self, live: LiveState, params_for: ParamsFor) -> list[Finding]:
         wanted = {
-            (at[0], at[1]): int(p["samples"])
+            (at.topic, at.group): int(p["samples"])
             for at, _ in live.queue_groups()
-            if (p := params_for(self.name, at[0], at[1])) is not None
+            if (p := params_for(self.name, at.topic, at.group)) is not None
         }
         if not wanted:
             return []
@@ -86,7 +86,7 @@ class LagTrend(Rule):
         history = live.lag_samples((max(wanted.values()) + 1) * interval_s)
         out = []
         for at, _g in live.queue_groups():
-            k = wanted.get((at[0], at[1]))
+            k = wanted.get((at.topic, at.group))
             window = history.get(at, [])[-k:] if k else []
             if k is None or len(window) < k:
                 continue
@@ -96,11 +96,11 @@ class LagTrend(Rule):
             first, last = window[0], window[-1]
             span_s = (last.at_ms - first.at_ms) / 1000
             summary = (
-                f"{at[0]}/{at[1]} queue {at[2]}: commits stalled at offset "
+                f"{at}: commits stalled at offset "
                 f"{last.committed_offset} over the last {k} lag samples ({duration(span_s)}), "
                 f"lag {last.lag}"
                 if status == "stalled"
-                else f"{at[0]}/{at[1]} queue {at[2]}: falling behind, lag grew from "
+                else f"{at}: falling behind, lag grew from "
                 f"{first.lag} to {last.lag} over the last {k} samples ({duration(span_s)}) "
                 "while commits advanced"
             )
@@ -108,9 +108,9 @@ class LagTrend(Rule):
                 Finding(
                     rule=self.name,
                     severity=CRITICAL if status == "stalled" else WARNING,
-                    topic=at[0],
-                    group=at[1],
-                    queue=at[2],
+                    topic=at.topic,
+                    group=at.group,
+                    queue=at.queue,
                     offset=last.committed_offset,
                     since_ms=first.at_ms,
                     summary=summary,

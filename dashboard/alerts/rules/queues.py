@@ -19,24 +19,21 @@ from lockstep.dashboard.alerts.rules.base import (
     Rule,
 )
 from lockstep.dashboard.alerts.text import duration, shorten
-from lockstep.dashboard.monitor.models import Event
+from lockstep.dashboard.web.store.models import Event
 from lockstep.workers import events as ev
+from lockstep.workers.refs import GroupQueue, QueueRef
 
 if TYPE_CHECKING:
-    from lockstep.dashboard.alerts.live import LiveState, QueueAt
+    from lockstep.dashboard.alerts.live import LiveState
     from lockstep.dashboard.alerts.models import Alert
     from lockstep.workers.inspect import BlockedKey, GroupState
 
 UNOWNED_STATES = ("unowned", "no_live_consumer")
 
 
-def _where(at: QueueAt) -> str:
-    return f"{at[0]}/{at[1]} queue {at[2]}"
-
-
 class QueueStuck(Rule):
     """A queue that is stuck (docs/stuck.md): exactly the queues of the overview's Stuck
-    list (``LiveState.stuck``, ``monitor.health``), one alert per (topic, group, queue)
+    list (``LiveState.stuck``, ``web.store.stuck``), one alert per (topic, group, queue)
     whatever its reasons, since the oldest of them. The threshold is the definition's T
     (``LOCKSTEP_STUCK_AFTER_SECONDS``): no per-rule parameter may make the alert say
     "stuck" where the pages do not."""
@@ -48,20 +45,20 @@ class QueueStuck(Rule):
     )
 
     def evaluate(self, live: LiveState, params_for: ParamsFor) -> list[Finding]:
-        entries: dict[QueueAt, list[dict[str, Any]]] = defaultdict(list)
+        entries: dict[GroupQueue, list[dict[str, Any]]] = defaultdict(list)
         for e in live.stuck:
-            entries[(e["topic"], e["group"], int(e["queue"]))].append(e)
+            entries[GroupQueue(QueueRef(e["topic"], int(e["queue"])), e["group"])].append(e)
         states = dict(live.queue_groups())
         out = []
         for at, found in sorted(entries.items()):
-            if params_for(self.name, at[0], at[1]) is None or at not in states:
+            if params_for(self.name, at.topic, at.group) is None or at not in states:
                 continue
             out.append(_stuck_finding(self.name, at, states[at], found, live.now_ms))
         return out
 
 
 def _stuck_finding(
-    rule: str, at: QueueAt, g: GroupState, entries: list[dict[str, Any]], now_ms: int
+    rule: str, at: GroupQueue, g: GroupState, entries: list[dict[str, Any]], now_ms: int
 ) -> Finding:
     """One alert for a stuck queue: its oldest entry leads (``entries`` are oldest first)."""
     first = entries[0]
@@ -71,12 +68,12 @@ def _stuck_finding(
     return Finding(
         rule=rule,
         severity=CRITICAL,
-        topic=at[0],
-        group=at[1],
-        queue=at[2],
+        topic=at.topic,
+        group=at.group,
+        queue=at.queue,
         offset=g["committed_offset"],
         since_ms=int(first["since_ms"]),
-        summary=f"{_where(at)} is stuck ({', '.join(r.replace('_', ' ') for r in reasons)}) "
+        summary=f"{at} is stuck ({', '.join(r.replace('_', ' ') for r in reasons)}) "
         f"for {duration(waited_s)}: {first['why']}"
         + (f"; last error: {shorten(error)}" if error and "error" not in first else ""),
         details={
@@ -107,7 +104,7 @@ class QueueUnowned(Rule):
     def evaluate(self, live: LiveState, params_for: ParamsFor) -> list[Finding]:
         out = []
         for at, g in live.queue_groups():
-            p = params_for(self.name, at[0], at[1])
+            p = params_for(self.name, at.topic, at.group)
             if p is None or g["lag"] <= 0 or g["state"] not in UNOWNED_STATES:
                 continue
             owner = g["owner"]
@@ -128,12 +125,12 @@ class QueueUnowned(Rule):
                 Finding(
                     rule=self.name,
                     severity=CRITICAL,
-                    topic=at[0],
-                    group=at[1],
-                    queue=at[2],
+                    topic=at.topic,
+                    group=at.group,
+                    queue=at.queue,
                     offset=g["committed_offset"],
                     since_ms=since,
-                    summary=f"{_where(at)} has no live consumer for {duration(waited_s)}: "
+                    summary=f"{at} has no live consumer for {duration(waited_s)}: "
                     f"{why}; {g['lag']} messages wait",
                     details={
                         "lag": g["lag"],
@@ -159,7 +156,7 @@ class MessageBlocked(Rule):
     def evaluate(self, live: LiveState, params_for: ParamsFor) -> list[Finding]:
         out: list[Finding] = []
         for at, g in live.queue_groups():
-            p = params_for(self.name, at[0], at[1])
+            p = params_for(self.name, at.topic, at.group)
             if p is None or g["state"] in UNOWNED_STATES:
                 continue
             if "blocked_keys" in g:
@@ -169,7 +166,7 @@ class MessageBlocked(Rule):
         return out
 
     def _keys(
-        self, live: LiveState, at: QueueAt, blocked: list[BlockedKey], limit: float
+        self, live: LiveState, at: GroupQueue, blocked: list[BlockedKey], limit: float
     ) -> list[Finding]:
         out = []
         for b in blocked:
@@ -180,13 +177,13 @@ class MessageBlocked(Rule):
                 Finding(
                     rule=self.name,
                     severity=CRITICAL,
-                    topic=at[0],
-                    group=at[1],
-                    queue=at[2],
+                    topic=at.topic,
+                    group=at.group,
+                    queue=at.queue,
                     key=b["key"],
                     offset=b["offset"],
                     since_ms=since,
-                    summary=f"{_where(at)}: key {b['key']!r} is blocked at offset "
+                    summary=f"{at}: key {b['key']!r} is blocked at offset "
                     f"{b['offset']} after {b['retries']} retries; {b['waiting']} messages "
                     f"of the key wait behind it. Last error: {shorten(b['error']) or '(none)'}",
                     details={
@@ -199,19 +196,19 @@ class MessageBlocked(Rule):
             )
         return out
 
-    def _queue(self, live: LiveState, at: QueueAt, g: GroupState) -> Finding:
+    def _queue(self, live: LiveState, at: GroupQueue, g: GroupState) -> Finding:
         offset = int(g.get("head_offset", g["committed_offset"]))
         since = live.tracker.since(f"{self.name}|{at}", offset, live.now_ms)
         waiting = max(0, g["lag"] - 1)
         return Finding(
             rule=self.name,
             severity=CRITICAL,
-            topic=at[0],
-            group=at[1],
-            queue=at[2],
+            topic=at.topic,
+            group=at.group,
+            queue=at.queue,
             offset=offset,
             since_ms=since,
-            summary=f"{_where(at)}: the message at offset {offset} has been retried "
+            summary=f"{at}: the message at offset {offset} has been retried "
             f"{g['retries']} times; the queue waits behind it ({waiting} messages). "
             f"Last error: {shorten(g['last_error']) or '(none)'}",
             details={
@@ -234,7 +231,9 @@ class KeyHeld(Rule):
     def evaluate(self, live: LiveState, params_for: ParamsFor) -> list[Finding]:
         out = []
         groups = {(t["name"], g) for t in live.topics for g in t["groups"]}
-        held_somewhere = {(at[0], at[1]) for at, g in live.queue_groups() if g["parked_keys"] > 0}
+        held_somewhere = {
+            (at.topic, at.group) for at, g in live.queue_groups() if g["parked_keys"] > 0
+        }
         for topic, group in sorted(groups & held_somewhere):
             p = params_for(self.name, topic, group)
             if p is None:
@@ -255,7 +254,7 @@ class KeyHeld(Rule):
                         key=h["key"],
                         offset=h["offset"],
                         since_ms=since,
-                        summary=f"{_where(at)}: key {h['key']!r} is held behind its dead "
+                        summary=f"{at}: key {h['key']!r} is held behind its dead "
                         f"letter (offset {h['offset']}) for {duration(waited_s)}; "
                         f"{h['messages']} message{pluralize(h['messages'])} parked. Replay or "
                         "discard the dead letter to release it.",

@@ -1,5 +1,5 @@
 """The roles: Django groups ``viewer``, ``operator`` and ``admin`` with their permissions
-(README "Roles"). Permissions are normally created after all migrations ran
+(docs/dead-letters.md §4, "Roles"). Permissions are normally created after all migrations ran
 (``post_migrate``); the ones named here are created now, the same way, so the groups can
 hold them on a fresh database."""
 

@@ -14,8 +14,8 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from lockstep.dashboard.monitor import time_zone
-from lockstep.dashboard.monitor.health import duration
+from lockstep.dashboard.web import time_zone
+from lockstep.dashboard.web.formatting import seconds
 
 register = template.Library()
 
@@ -100,14 +100,7 @@ def time_input_pattern() -> str:
     return time_zone.INPUT_PATTERN
 
 
-@register.filter
-def seconds(value: Any) -> str:
-    """A duration in seconds: ``0.4 s``, ``42 s``, ``4 min 5 s``; ``—`` when unknown."""
-    try:
-        s = float(value)
-    except (TypeError, ValueError):
-        return "—"
-    return f"{s:.1f} s" if s < 10 else duration(s)
+register.filter("seconds", seconds)
 
 
 @register.filter

@@ -7,8 +7,9 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from lockstep.dashboard.monitor.redis_conn import get_redis
-from lockstep.dashboard.monitor.views.common import api_view, page_view
+from lockstep.dashboard.web.pages import page_view
+from lockstep.dashboard.web.redis_conn import get_redis
+from lockstep.dashboard.web.views import api_view
 from lockstep.workers.inspect import LiveConsumer, consumers, redis_now_ms
 
 

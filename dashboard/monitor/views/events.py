@@ -12,15 +12,10 @@ from typing import Any
 from django.http import HttpRequest, QueryDict
 
 from lockstep.dashboard.monitor import queries
-from lockstep.dashboard.monitor.models import Event
 from lockstep.dashboard.monitor.routing import EVENTS_SOCKET_PATH
-from lockstep.dashboard.monitor.views.common import (
-    BadParameter,
-    api_view,
-    int_param,
-    page_view,
-    text_param,
-)
+from lockstep.dashboard.web.pages import page_view
+from lockstep.dashboard.web.store.models import Event
+from lockstep.dashboard.web.views import BadParameter, api_view, int_param, text_param
 
 # One poll answers at most this many events: a second's worth at a busy runtime's rate,
 # small enough to render at once. A poller that gets ``has_more`` asks again at once.
@@ -91,7 +86,7 @@ def _matching(f: queries.FeedFilter) -> Any:
 
 def build_events(request: HttpRequest) -> dict[str, Any]:
     """``{"events": [...oldest first], "last_id", "has_more", "cursor_found", "older",
-    "newer", "filters", "types"}``; see README "Dashboard pages and JSON API".
+    "newer", "filters", "types"}``; see docs/http-api.md §6.
     ``?before=<stream ID>`` pages back (the events just before it); ``older`` / ``newer``
     are the ``before`` / ``after`` cursors of the neighbouring pages (``None`` at either
     end: no older event stored, or this is the newest)."""

@@ -1,6 +1,6 @@
 """One consumer group on one topic: per queue the lock, offsets, lag and state; under key
 ordering the lanes, blocked keys and parked keys; and the group's stuck queues, as the
-overview counts them (``health.read_stuck``)."""
+overview counts them (``web.store.stuck.read_stuck``)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from typing import Any, cast
 from django.http import HttpRequest
 
 from lockstep.dashboard.monitor import queries
-from lockstep.dashboard.monitor.health import read_stuck
-from lockstep.dashboard.monitor.redis_conn import get_redis
-from lockstep.dashboard.monitor.views.common import api_view, page_view, require_group
+from lockstep.dashboard.web.pages import page_view
+from lockstep.dashboard.web.redis_conn import get_redis
+from lockstep.dashboard.web.store.stuck import read_stuck
+from lockstep.dashboard.web.views import api_view, require_group
 from lockstep.workers.inspect import (
     Overview,
     QueueGroups,
@@ -50,9 +51,9 @@ QUEUE_FIELDS = (
 def build_group(request: HttpRequest, topic: str, group: str) -> dict[str, Any]:
     """``{"topic", "group", "generated_at_ms", "queue_count", "ordering", "consumers",
     "queues": [...], "blocked_keys": [...], "parked_keys": [...], "lanes": [...],
-    "stuck": [...], "totals": {...}}``; see README "Dashboard pages and JSON API".
+    "stuck": [...], "totals": {...}}``; see docs/http-api.md §3.
 
-    ``stuck`` is the group's part of the overview's stuck list (``health.read_stuck``,
+    ``stuck`` is the group's part of the overview's stuck list (``web.store.stuck.read_stuck``,
     held keys included), so ``totals.stuck`` is the overview's count for the group;
     ``totals.owned`` counts the queues whose lock a live consumer holds."""
     client = get_redis()

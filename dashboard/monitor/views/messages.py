@@ -8,13 +8,13 @@ from typing import Any
 from django.http import HttpRequest
 
 from lockstep.dashboard.monitor import queries
-from lockstep.dashboard.monitor.redis_conn import get_redis
-from lockstep.dashboard.monitor.views.common import (
+from lockstep.dashboard.web.pages import page_view
+from lockstep.dashboard.web.redis_conn import get_redis
+from lockstep.dashboard.web.views import (
     BadParameter,
     NotFound,
     api_view,
     int_param,
-    page_view,
     text_param,
     topic_queue_count,
 )
@@ -26,8 +26,8 @@ MAX_MESSAGES = 200
 
 def build_messages(request: HttpRequest) -> dict[str, Any]:
     """``?topic=&key=`` or ``?topic=&queue=&offset=``: ``{"topic", "queue", "key", "by",
-    "max_offset", "messages": [{..., "states": [...]}], "history": [...]}``; see README
-    "Dashboard pages and JSON API"."""
+    "max_offset", "messages": [{..., "states": [...]}], "history": [...]}``; see
+    docs/http-api.md §7."""
     params = request.GET
     topic = text_param(params.get("topic"), "topic", max_length=128)
     key = text_param(params.get("key"), "key")

@@ -11,9 +11,9 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from lockstep.dashboard.monitor.health import overview_stats
-from lockstep.dashboard.monitor.redis_conn import get_redis
 from lockstep.dashboard.monitor.routing import OVERVIEW_SOCKET_PATH
-from lockstep.dashboard.monitor.views.common import api_view
+from lockstep.dashboard.web.redis_conn import get_redis
+from lockstep.dashboard.web.views import api_view
 from lockstep.workers.inspect import overview
 
 

@@ -9,11 +9,12 @@ import redis
 from django.http import HttpRequest
 
 from lockstep.dashboard.monitor import queries
-from lockstep.dashboard.monitor.redis_conn import get_redis
 from lockstep.dashboard.monitor.routing import QUEUE_SOCKET_PATH
-from lockstep.dashboard.monitor.views.common import api_view, int_param, page_view, queue_param
+from lockstep.dashboard.web.pages import page_view
+from lockstep.dashboard.web.redis_conn import get_redis
+from lockstep.dashboard.web.views import api_view, int_param, queue_param
 from lockstep.workers.inspect import QueueState, dead_letter_counts, key_at, queue_state
-from lockstep.workers.refs import QueueRef
+from lockstep.workers.refs import GroupQueue, QueueRef
 
 # The chart and timeline cover the last quarter hour by default: about 90 lag samples,
 # the scale at which an operator reads "is it moving". At most a day.
@@ -25,7 +26,7 @@ def build_queue(request: HttpRequest, topic: str, queue: str) -> dict[str, Any]:
     """``queue_state`` (``topic``, ``queue``, ``max_offset``, ``generated_at_ms``,
     ``groups``) plus ``minutes``, ``since_ms``, ``series``, ``timeline``, ``rebalances``,
     ``events``, ``problems`` and ``dead_letters`` (group -> dead letters waiting on this
-    queue); see README "Dashboard pages and JSON API"."""
+    queue); see docs/http-api.md §4."""
     client = get_redis()
     q = queue_param(client, topic, queue)
     minutes = int_param(
@@ -40,7 +41,7 @@ def build_queue(request: HttpRequest, topic: str, queue: str) -> dict[str, Any]:
     since = state["generated_at_ms"] - minutes * 60_000
     owners = {g["group"]: (g["owner"], g["token"]) for g in state["groups"] if g["owner"]}
     ref = QueueRef(topic, q)
-    dead = dead_letter_counts(client, [(ref, g["group"]) for g in state["groups"]])
+    dead = dead_letter_counts(client, [GroupQueue(ref, g["group"]) for g in state["groups"]])
     return {
         **state,
         "minutes": minutes,
@@ -51,7 +52,7 @@ def build_queue(request: HttpRequest, topic: str, queue: str) -> dict[str, Any]:
         "rebalances": queries.rebalances(topic, q, since),
         "events": queries.recent_events(topic, q),
         "problems": problems(client, state),
-        "dead_letters": {group: n for (_ref, group), n in dead.items()},
+        "dead_letters": {cell.group: n for cell, n in dead.items()},
     }
 
 

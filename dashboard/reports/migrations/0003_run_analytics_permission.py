@@ -1,6 +1,6 @@
 """The roles that may start an analytics run from the reports page ("Run now"): operators
-and admins (README "Roles"). Viewers see the reports but may not start a run: a run
-holds a Spark session for minutes.
+and admins (docs/dead-letters.md §4, "Roles"). Viewers see the reports but may not start a
+run: a run holds a Spark session for minutes.
 
 The permission is normally created after all migrations ran (``post_migrate``); it is
 created here, the same way, so the role groups can hold it on a fresh database."""

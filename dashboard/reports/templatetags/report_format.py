@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 
-from lockstep.dashboard.monitor.templatetags.lockstep import seconds
+from lockstep.dashboard.web.formatting import seconds
 
 register = template.Library()
 DASH = "—"

@@ -4,13 +4,12 @@
 // "counts": {"open", "acknowledged"}, "opened": [{id, rule, severity, state, summary,
 // url}], "resolved": [...]} on connect (nothing opened) and after every change. Messages
 // are hints: each carries the current counts, so the badge is simply set from the latest
-// one; a reconnect gets the counts again at once. Plain script, no modules.
+// one; a reconnect gets the counts again at once. The socket, its reconnects and the
+// back/forward cache are live_socket.js's (loaded before this by base.html). Plain script,
+// no modules.
 (function () {
   "use strict";
 
-  // Reconnect backoff doubles from 0.5 s to 10 s, as on the live pages (live_socket.js).
-  const BACKOFF_MIN_MS = 500;
-  const BACKOFF_MAX_MS = 10000;
   // Long enough to read a one-line summary and click it; short enough not to pile up.
   const TOAST_MS = 10000;
   // Toasts push the page down while shown (they never cover it: alerts.css), so few at
@@ -19,7 +18,7 @@
 
   const badge = document.getElementById("alerts-badge");
   const toasts = document.getElementById("alert-toasts");
-  if (!badge || !toasts || !window.WebSocket) return;
+  if (!badge || !toasts || !window.LockstepLive) return;
 
   function setCount(open) {
     const n = Number(open) || 0;
@@ -50,49 +49,19 @@
     setTimeout(function () { box.remove(); }, TOAST_MS);
   }
 
-  function onMessage(event) {
-    let message;
-    try { message = JSON.parse(event.data); } catch (e) { return; }
-    if (!message || message.type !== "alerts.update") return;
+  function onMessage(message) {
+    toasts.dataset.live = "1";
     if (message.counts) setCount(message.counts.open);
     (message.opened || []).forEach(toast);
   }
 
-  let backoffMs = BACKOFF_MIN_MS;
-  let stopped = false;
-  let retryTimer = null;
-  let socket = null;
-
-  function open() {
-    if (stopped) return;
-    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    const ws = new WebSocket(scheme + location.host + toasts.dataset.socketPath);
-    socket = ws;
-    ws.onmessage = function (event) {
-      backoffMs = BACKOFF_MIN_MS;  // only a socket that delivers resets the backoff
-      toasts.dataset.live = "1";
-      onMessage(event);
-    };
-    ws.onclose = function () {
-      toasts.dataset.live = "";
-      if (socket === ws) socket = null;
-      if (stopped) return;
-      clearTimeout(retryTimer);
-      retryTimer = setTimeout(open, backoffMs);
-      backoffMs = Math.min(backoffMs * 2, BACKOFF_MAX_MS);
-    };
-  }
-
-  window.addEventListener("pagehide", function () {
-    stopped = true;
-    clearTimeout(retryTimer);
-    if (socket) socket.close();
+  LockstepLive.connect({
+    path: toasts.dataset.socketPath,
+    type: "alerts.update",
+    sequenced: false,  // each message carries the whole counts: nothing to re-read
+    closeOnPagehide: true,
+    reopenOnPageshow: true,
+    onMessage: onMessage,
+    onClose: function () { toasts.dataset.live = ""; },
   });
-  window.addEventListener("pageshow", function (event) {
-    if (!event.persisted) return;  // back from the bfcache: the socket is gone
-    stopped = false;
-    backoffMs = BACKOFF_MIN_MS;
-    open();
-  });
-  open();
 })();

@@ -2,7 +2,7 @@
 //
 // The socket carries hints: {"type": "overview", "seq": n, "data": snapshot}. seq 0 is the
 // fresh snapshot the server sends on connect; after it, the ingester's pushes count up by
-// one. A gap (or a seq that goes backwards: the ingester restarted) or a reconnect means
+// one. A gap (a lost push, or a restarted ingester's skipped number) or a reconnect means
 // hints may have been lost, so the page re-reads GET /api/v1/overview, the source of
 // truth, and renders that. Every snapshot carries generated_at_ms (Redis clock): an older
 // snapshot never overwrites a newer one, whichever path it came by.

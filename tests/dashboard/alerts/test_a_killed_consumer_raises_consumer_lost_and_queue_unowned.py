@@ -1,4 +1,4 @@
-"""SIGKILL of the only consumer (a real ``manage.py consume`` process) while its queue has
+"""SIGKILL of the only consumer (a real ``lockstep consume`` process) while its queue has
 a backlog raises ``consumer_lost`` (naming the process and its queue) and
 ``queue_unowned`` within the heartbeat timeout plus the rules' thresholds: alerts of their
 own that fire sooner than ``queue_stuck``, which waits the stuck threshold T from the
@@ -21,7 +21,8 @@ from lockstep.workers import create_topic
 from lockstep.workers.inspect import queue_state
 from lockstep.workers.refs import QueueRef
 from tests.dashboard.alerts.helpers import evaluate_until, unresolved
-from tests.dashboard.helpers import produce, wait_until
+from tests.dashboard.helpers import produce
+from tests.support import probe_until
 from tests.workers.harness import ConsumerProcess
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.on_cluster]
@@ -57,7 +58,7 @@ def test_it_raises_consumer_lost_and_queue_unowned(
     settings.LOCKSTEP_STUCK_AFTER_SECONDS = 10
     create_topic(redis_client, "orders", 1)
     ref = QueueRef("orders", 0)
-    wait_until(
+    probe_until(
         lambda: queue_state(redis_client, ref)["groups"],
         lambda g: bool(g) and g[0]["owner"] == "c-doomed",
         timeout=30,

@@ -14,8 +14,8 @@ from lockstep.dashboard.alerts.evaluate import Evaluator
 from lockstep.dashboard.alerts.models import Alert, AlertEvent
 from lockstep.workers import Producer, create_topic
 from tests.dashboard.alerts.helpers import evaluate_until, unresolved
-from tests.dashboard.helpers import wait_until
 from tests.dashboard.scenarios import FailOn, consuming, key_on_queue
+from tests.support import probe_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.on_cluster]
 
@@ -55,7 +55,7 @@ def test_it_raises_one_message_blocked_alert_and_resolves_it_after_the_fix(
         for _ in range(4):
             evaluator.tick()
             before = handler.failures
-            after = wait_until(lambda: handler.failures, partial(lt, before), timeout=10)
+            after = probe_until(lambda: handler.failures, partial(lt, before), timeout=10)
             assert after > before, "the poison message is no longer retried"
         assert Alert.objects.filter(rule="message_blocked").count() == 1
 
@@ -65,7 +65,7 @@ def test_it_raises_one_message_blocked_alert_and_resolves_it_after_the_fix(
             evaluator.tick()
             return Alert.objects.get(pk=alert.pk).state
 
-        wait_until(state_after_a_tick, lambda s: s == "resolved", timeout=20)
+        probe_until(state_after_a_tick, lambda s: s == "resolved", timeout=20)
     alert.refresh_from_db()
     assert alert.resolved_at is not None and alert.resolved_at > alert.opened_at
     assert alert.timeline.values_list("kind", flat=True).first() == AlertEvent.OPENED

@@ -15,8 +15,9 @@ from lockstep.dashboard.alerts.evaluate import Evaluator
 from lockstep.dashboard.alerts.models import Alert
 from lockstep.dashboard.monitor.tasks import sample_lag
 from tests.dashboard.alerts.helpers import evaluate_until, unresolved
-from tests.dashboard.helpers import produce, wait_until
+from tests.dashboard.helpers import produce
 from tests.dashboard.scenarios import FailOn, consuming, ingest_all
+from tests.support import probe_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.on_cluster]
 
@@ -69,6 +70,6 @@ def test_it_raises_queue_stuck_and_resolves_after_the_fix(
             evaluator.tick()
             return Alert.objects.exclude(state="resolved").count()
 
-        wait_until(open_count, lambda n: n == 0, timeout=20, interval=0.1)
+        probe_until(open_count, lambda n: n == 0, timeout=20, interval=0.1)
     assert Alert.objects.filter(rule="queue_stuck").count() == 1
     assert Alert.objects.get(rule="queue_stuck").resolved_at is not None

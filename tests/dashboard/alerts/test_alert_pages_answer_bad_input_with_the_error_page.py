@@ -34,7 +34,7 @@ def test_it_renders_the_error_page_for_bad_get_requests(
 
     assert response.status_code == status
     assert message in response.content.decode()
-    assert "monitor/error.html" in [t.name for t in response.templates]
+    assert '<section class="panel error-page"' in response.content.decode()
 
 
 @pytest.mark.parametrize(

@@ -75,6 +75,7 @@ async def test_it_sends_the_counts_on_connect(viewer: User) -> None:
 
     assert message == {
         "type": "alerts.update",
+        "seq": 0,
         "counts": {"open": 2, "acknowledged": 1},
         "opened": [],
         "resolved": [],

@@ -11,8 +11,8 @@ import redis
 
 from lockstep.dashboard.alerts.evaluate import Evaluator
 from lockstep.dashboard.alerts.models import Alert
-from lockstep.dashboard.monitor.models import Event
-from lockstep.dashboard.monitor.queries import at
+from lockstep.dashboard.web.store.models import Event
+from lockstep.dashboard.web.store.queries import at
 from lockstep.workers import create_topic
 from lockstep.workers import events as ev
 from lockstep.workers.inspect import redis_now_ms

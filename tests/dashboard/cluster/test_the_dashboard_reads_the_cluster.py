@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import redis
 
-from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.web.redis_conn import get_redis
 from lockstep.workers import create_topic
 from lockstep.workers.connection import cluster_of, is_cluster
 

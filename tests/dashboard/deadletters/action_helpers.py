@@ -19,6 +19,7 @@ from lockstep.workers.message import REPLAY_OF_HEADER, Message, decode_entry
 from lockstep.workers.redis_types import entries
 from lockstep.workers.refs import QueueRef
 from tests.dashboard.deadletters.helpers import T0_MS, add_dead_letter, make_group
+from tests.dashboard.helpers import point_celery_at
 
 TOPIC, GROUP = "orders", "billing"
 ACTIONS_PATH = f"/api/v1/groups/{GROUP}/dead-letters/actions"
@@ -99,15 +100,12 @@ def celery_broker(redis_url: str) -> Iterator[None]:
     a large request's task is queued there, and the test delivers it by calling the task.
     Without this the web side's broker is the settings' default, a Redis the suite did
     not start."""
-    conf = celery_app.conf
-    before = conf.broker_url
-    celery_app.close()
-    conf.update(broker_url=redis_url)
+    before = celery_app.conf.broker_url
+    point_celery_at(redis_url)
     try:
         yield
     finally:
-        celery_app.close()
-        conf.update(broker_url=before)
+        point_celery_at(before)
 
 
 def queued_tasks(client: redis.Redis) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 
-from lockstep.dashboard.deadletters.roles import ADMIN, OPERATOR, VIEWER, grant_role
+from lockstep.dashboard.web.roles import ADMIN, OPERATOR, VIEWER, grant_role
 
 
 @pytest.fixture

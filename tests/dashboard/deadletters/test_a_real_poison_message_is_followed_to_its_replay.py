@@ -19,8 +19,8 @@ from lockstep.workers.config import AfterDlq, Ordering
 from lockstep.workers.dead_letters import ReplayOutcome, replay
 from lockstep.workers.inspect import held_keys, list_dead_letters
 from lockstep.workers.refs import QueueRef
-from tests.dashboard.helpers import wait_until
 from tests.dashboard.scenarios import FailOn, consuming, ingest_all
+from tests.support import probe_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
@@ -40,7 +40,7 @@ def _status(client: redis.Redis, dlq_id: str, wanted: str) -> str:
         sync_all(client)
         return DeadLetter.objects.get(dlq_id=dlq_id).status
 
-    return wait_until(probe, lambda s: s == wanted, timeout=20, interval=0.1)
+    return probe_until(probe, lambda s: s == wanted, timeout=20, interval=0.1)
 
 
 def test_it_follows_a_poison_message_from_dead_letter_to_successful_replay(
@@ -52,7 +52,7 @@ def test_it_follows_a_poison_message_from_dead_letter_to_successful_replay(
     with consuming(redis_url, TOPIC, GROUP, handler, **OPTIONS):
         offsets = [producer.send(TOPIC, POISON, b'{"n": %d}' % n).offset for n in range(3)]
         producer.send(TOPIC, OTHER, b'{"n": 0}')
-        held = wait_until(
+        held = probe_until(
             lambda: held_keys(redis_client, TOPIC, GROUP),
             lambda h: len(h) == 1 and h[0]["messages"] == 2,
             timeout=20,
@@ -68,7 +68,7 @@ def test_it_follows_a_poison_message_from_dead_letter_to_successful_replay(
             redis_client, QueueRef(TOPIC, 0), GROUP, record.dlq_id, replay_id="req-1", actor="op"
         )
         finally_ = _status(redis_client, record.dlq_id, Status.SUCCEEDED)
-        handled = wait_until(handler.count, lambda n: n >= 4, timeout=20)
+        handled = probe_until(handler.count, lambda n: n >= 4, timeout=20)
     producer.close()
 
     assert held[0]["dlq_id"] == letters[0].id == record.dlq_id

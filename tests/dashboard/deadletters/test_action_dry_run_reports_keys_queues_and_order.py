@@ -25,8 +25,8 @@ from tests.dashboard.deadletters.action_helpers import (
     post,
     replayed_messages,
 )
-from tests.dashboard.helpers import wait_until
 from tests.dashboard.scenarios import FailOn, consuming
+from tests.support import probe_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
@@ -131,7 +131,7 @@ def test_it_says_a_held_key_replays_in_place_before_its_parked_messages(
     with consuming(redis_url, TOPIC, GROUP, FailOn("order-13"), **options):
         for n in range(4):
             producer.send(TOPIC, "order-13", b'{"n": %d}' % n)
-        held = wait_until(
+        held = probe_until(
             lambda: held_keys(redis_client, TOPIC, GROUP),
             lambda h: len(h) == 1 and h[0]["messages"] == 3,
             timeout=20,

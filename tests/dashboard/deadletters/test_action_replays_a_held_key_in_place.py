@@ -21,8 +21,8 @@ from lockstep.workers.config import AfterDlq, Ordering
 from lockstep.workers.inspect import held_keys
 from lockstep.workers.message import ConsumeContext, ConsumeStatus, Message
 from tests.dashboard.deadletters.action_helpers import ACTIONS_PATH, GROUP, TOPIC, post
-from tests.dashboard.helpers import wait_until
 from tests.dashboard.scenarios import FailOn, consuming
+from tests.support import probe_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
@@ -62,7 +62,7 @@ def _held(client: redis.Redis, redis_url: str, handler: InOrder) -> list[int]:
     producer = Producer(redis_url)
     offsets = [producer.send(TOPIC, POISON, b'{"n": %d}' % n).offset for n in range(4)]
     producer.close()
-    wait_until(
+    probe_until(
         lambda: held_keys(client, TOPIC, GROUP),
         lambda h: len(h) == 1 and h[0]["messages"] == 3,
         timeout=20,
@@ -87,7 +87,7 @@ def test_it_replays_the_held_message_in_place_before_the_parked_ones(
             ACTIONS_PATH,
             {"action": "replay", "request_id": "hold-1234", "ids": [record.pk]},
         )
-        wait_until(handler.count, lambda n: n >= 4, timeout=20)
+        probe_until(handler.count, lambda n: n >= 4, timeout=20)
 
     assert answer.status_code == 202
     assert answer.json()["outcomes"] == {"in_place": 1}
@@ -114,7 +114,7 @@ def test_it_releases_the_parked_messages_when_the_held_one_is_discarded(
             ACTIONS_PATH,
             {"action": "discard", "request_id": "hold-5678", "ids": [record.pk], "reason": "bad"},
         )
-        wait_until(handler.count, lambda n: n >= 3, timeout=20)
+        probe_until(handler.count, lambda n: n >= 3, timeout=20)
 
     assert answer.json()["outcomes"] == {"discarded": 1}
     assert handler.order == offsets[1:]

@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from lockstep.dashboard.deadletters.models import AuditEntry, AuditLogIsAppendOnly
-from lockstep.dashboard.monitor.models import Event
+from lockstep.dashboard.web.store.models import Event
 
 pytestmark = pytest.mark.django_db
 

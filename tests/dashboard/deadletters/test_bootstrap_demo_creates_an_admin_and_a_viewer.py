@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.http import HttpRequest
 from django.test import RequestFactory
 
-from lockstep.dashboard.deadletters.roles import REPLAY, VIEW_BODY
+from lockstep.dashboard.web.roles import REPLAY, VIEW_BODY
 
 pytestmark = pytest.mark.django_db
 

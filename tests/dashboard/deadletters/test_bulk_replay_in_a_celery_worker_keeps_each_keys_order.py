@@ -33,7 +33,8 @@ from tests.dashboard.deadletters.action_helpers import (
 from tests.dashboard.stack import PASSWORD, REPO, USER
 from tests.dashboard.web_processes import WebSide
 
-pytestmark = pytest.mark.timeout(240)
+# A Celery worker process and 500 replays: seconds.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 TOTAL, KEYS = 500, 50
 RATE = 100  # a second: the 500 take 5 s, time enough to cancel midway

@@ -35,14 +35,15 @@ from lockstep.workers.redis_types import entries
 from lockstep.workers.refs import QueueRef
 from lockstep.workers.topics import register_group
 from tests.dashboard.stack import ARTIFACTS, TIMEOUT_MS, Site, chromium, log_in, running_site
+from tests.support import wait_until
 from tests.workers.handlers import fail_flag
-from tests.workers.harness import FAST, RECORD_HANDLER, body, handled, wait_until
+from tests.workers.harness import FAST, RECORD_HANDLER, body, handled
 
 GROUP = "billing"  # one group on three topics, one per ordering
 OPS, OPS_PASSWORD = "ops", "ops-password-1"
 CREATE_OPS = (
     "from django.contrib.auth.models import User\n"
-    "from lockstep.dashboard.deadletters.roles import OPERATOR, grant_role\n"
+    "from lockstep.dashboard.web.roles import OPERATOR, grant_role\n"
     f"grant_role(User.objects.create_user({OPS!r}, password={OPS_PASSWORD!r}), OPERATOR)\n"
 )
 # Bulk requests act on 40 dead letters a second: 240 take 6 s, long enough to watch the

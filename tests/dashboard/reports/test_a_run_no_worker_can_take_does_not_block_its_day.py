@@ -13,6 +13,7 @@ from django.utils import timezone
 from lockstep.dashboard.celery import app as celery_app
 from lockstep.dashboard.reports import runner
 from lockstep.dashboard.reports.models import AnalyticsRun
+from tests.dashboard.helpers import point_celery_at
 from tests.support import refused_port
 
 pytestmark = pytest.mark.django_db
@@ -20,25 +21,15 @@ pytestmark = pytest.mark.django_db
 DAY = date(2026, 11, 20)
 
 
-def _use_broker(url: str) -> None:
-    """Point the app at ``url`` with nothing of the last broker left: close() keeps the
-    producer pool when the app's connection pool was never made, and a send after it went
-    through that pool to the last broker (an earlier test's on this worker)."""
-    celery_app.close()
-    amqp: Any = celery_app.amqp  # the stubs do not declare the pool's attribute
-    amqp._producer_pool = None
-    celery_app.conf.update(broker_url=url)
-
-
 @pytest.fixture
 def dead_broker() -> Iterator[None]:
     before = celery_app.conf.broker_url
     with refused_port() as port:
-        _use_broker(f"redis://127.0.0.1:{port}/0")
+        point_celery_at(f"redis://127.0.0.1:{port}/0")
         try:
             yield
         finally:
-            _use_broker(before)
+            point_celery_at(before)
 
 
 def test_a_run_whose_task_cannot_reach_the_broker_fails_and_frees_its_day(

@@ -25,9 +25,9 @@ from lockstep.dashboard.reports.tasks import run_nightly_analytics
 from lockstep.workers import create_topic, keys
 from lockstep.workers import events as ev
 from lockstep.workers.events import read_all_events
-from tests.dashboard.helpers import wait_until
 from tests.dashboard.stack import REPO
 from tests.dashboard.web_processes import WebSide
+from tests.support import probe_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(600)]
 
@@ -93,7 +93,7 @@ class _Workers(WebSide):
                 stderr=subprocess.STDOUT,
             )
         self.procs[role] = proc
-        answered = wait_until(
+        answered = probe_until(
             lambda: celery_app.control.ping(destination=[name], timeout=0.5),
             bool,
             timeout=60,
@@ -140,7 +140,7 @@ def test_a_run_neither_delays_sample_lag_nor_leaves_its_jvm_behind(
 ) -> None:
     roots = [p.pid for p in workers.procs.values()]
     run_nightly_analytics.delay()
-    jvms = wait_until(
+    jvms = probe_until(
         lambda: {p: n for root in roots for p, n in _java(root).items()}, bool, timeout=240
     )
     assert jvms, (workers.run_state(), workers.log("analytics"), workers.log("worker"))
@@ -150,7 +150,7 @@ def test_a_run_neither_delays_sample_lag_nor_leaves_its_jvm_behind(
     held.execute("BEGIN IMMEDIATE")  # the run's next write waits: it stays in progress
     try:
         sample_lag.delay()
-        sampled = wait_until(lambda: _samples(redis_client), bool, timeout=30)
+        sampled = probe_until(lambda: _samples(redis_client), bool, timeout=30)
         during = workers.run_state(held)
     finally:
         held.execute("ROLLBACK")
@@ -159,9 +159,9 @@ def test_a_run_neither_delays_sample_lag_nor_leaves_its_jvm_behind(
     assert during[0] == "running"
 
     # A JVM's start and an empty day's job: a minute here, several beside busy workers.
-    ended = wait_until(workers.run_state, lambda state: state[0] in ENDED, timeout=300)
+    ended = probe_until(workers.run_state, lambda state: state[0] in ENDED, timeout=300)
     assert ended[0] == "empty", workers.log("analytics")
     # The child that ran it exited, and its JVM with it: nothing of the run remains.
-    gone = wait_until(lambda: [p for p in [jvm, *ran_in] if _alive(p)], lambda a: not a, 30)
+    gone = probe_until(lambda: [p for p in [jvm, *ran_in] if _alive(p)], lambda a: not a, 30)
     assert gone == []
     assert _java(workers.procs["analytics"].pid) == {}

@@ -15,9 +15,10 @@ from lockstep.dashboard.reports.writer import write_new_data
 from lockstep.workers import create_topic
 from lockstep.workers import events as ev
 from lockstep.workers.config import AfterDlq, Ordering
-from tests.dashboard.helpers import produce, wait_until
+from tests.dashboard.helpers import produce
 from tests.dashboard.reports.writing import analytics_uri, rows
 from tests.dashboard.scenarios import FailOn, consuming, ingest_until
+from tests.support import probe_until
 
 __all__ = ["analytics_uri"]
 
@@ -58,7 +59,7 @@ def test_it_lists_a_key_blocked_behind_its_failing_message(
         max_reconsume_times=1000,
         **RETRY_QUICKLY,
     ):
-        details = wait_until(
+        details = probe_until(
             lambda: _sample_of(redis_client, poison.queue),
             lambda d: bool(d) and bool(d["blocked_keys"]) and d["blocked_keys"][0]["retries"] >= 2,
         )
@@ -105,7 +106,7 @@ def test_it_lists_a_key_held_behind_its_dead_letter_with_its_parked_messages(
         max_reconsume_times=0,
         **RETRY_QUICKLY,
     ):
-        details = wait_until(
+        details = probe_until(
             lambda: _sample_of(redis_client, poison.queue),
             lambda d: (
                 bool(d) and d["parked"] == len(parked) and d["committed_offset"] == d["max_offset"]
@@ -146,7 +147,7 @@ def test_it_names_the_retried_head_message_of_a_queue_ordered_group(
         max_reconsume_times=1000,
         **RETRY_QUICKLY,
     ):
-        details = wait_until(
+        details = probe_until(
             lambda: _sample_of(redis_client, poison.queue),
             lambda d: bool(d) and d["retries"] >= 2,
         )

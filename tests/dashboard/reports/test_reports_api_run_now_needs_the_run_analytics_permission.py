@@ -167,7 +167,7 @@ def test_it_answers_a_runs_state_while_it_runs(viewer: User) -> None:
         ({"day": "12/03/2025"}, "day must be a date as YYYY-MM-DD, got '12/03/2025'"),
         ({"day": "1999-12-31"}, "day must be from 2000-01-01 to today"),
         ({"day": "2025-03-12\x00"}, "day must not contain NUL characters"),
-        ([DAY], 'give the day to analyse: {"day": "YYYY-MM-DD"}'),
+        ([DAY], 'the request body must be a JSON object: {"day": "YYYY-MM-DD"}'),
     ],
 )
 def test_it_refuses_a_bad_day_to_run(operator: User, body: Any, message: str) -> None:

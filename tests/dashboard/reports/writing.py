@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 import redis
 
-from lockstep.dashboard.monitor.models import Event
+from lockstep.dashboard.web.store.models import Event
 from lockstep.workers import Producer
 
 

@@ -50,7 +50,7 @@ from lockstep.workers.config import SendOptions
 from lockstep.workers.connection import cluster_of
 from lockstep.workers.errors import SendError
 from lockstep.workers.refs import QueueRef
-from tests.support import LocalCluster, redis_cluster
+from tests.support import LocalCluster, redis_cluster, wait_until
 from tests.workers.conftest import StartConsumer
 from tests.workers.handlers import DELAY_ENV, HANDLED
 from tests.workers.harness import (
@@ -61,7 +61,6 @@ from tests.workers.harness import (
     lock_owners,
     order_violations,
     registered,
-    wait_until,
 )
 
 TOPIC, GROUP, QUEUES = "orders", "ledger", 8

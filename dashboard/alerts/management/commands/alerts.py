@@ -20,7 +20,7 @@ from django.core.management.base import BaseCommand, CommandError
 from lockstep.dashboard.alerts import dispatch, evaluate
 from lockstep.dashboard.alerts.models import STATES, Alert
 from lockstep.dashboard.alerts.rules import RULES
-from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.web.redis_conn import get_redis
 from lockstep.workers.outage import REDIS_DOWN, describe
 
 

@@ -39,8 +39,8 @@ from lockstep.dashboard.deadletters.queries import (
 )
 from lockstep.dashboard.deadletters.sync import sync_all
 from lockstep.dashboard.deadletters.views import require_known_group
-from lockstep.dashboard.monitor.redis_conn import get_redis
-from lockstep.dashboard.monitor.views.common import BadParameter, NotFound
+from lockstep.dashboard.web.redis_conn import get_redis
+from lockstep.dashboard.web.views import BadParameter, NotFound
 
 FILTERS = ("topic", "queue", "key", "error", "status", "since", "until")
 

@@ -3,7 +3,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from lockstep.dashboard.deadletters.roles import ROLES, UnknownRole, grant_role
+from lockstep.dashboard.web.roles import ROLES, UnknownRole, grant_role
 
 
 class Command(BaseCommand):

@@ -1,17 +1,18 @@
 """Run one ordered consumer in the foreground (operators, tests). Stops on SIGINT/SIGTERM
-after each queue finished its message in progress and was unlocked."""
+after each queue finished its message in progress and was unlocked. The same as
+``lockstep consume`` (lockstep/workers/foreground.py), with the Redis of the settings."""
 
-import signal
-import threading
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from lockstep.workers.config import AfterDlq, Model, Ordering, Subscription
-from lockstep.workers.consumer import Consumer
 from lockstep.workers.errors import LockstepError
-from lockstep.workers.handlers import import_handler
+from lockstep.workers.foreground import (
+    add_consume_arguments,
+    consumer_from_options,
+    run_until_signalled,
+)
 from lockstep.workers.redact import mask_url
 
 
@@ -19,92 +20,11 @@ class Command(BaseCommand):
     help = "Consume a topic in order as one consumer of a group, until interrupted."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--topic", required=True)
-        parser.add_argument("--group", required=True)
-        parser.add_argument("--handler", required=True, help="dotted path to the handler")
-        parser.add_argument("--batch-size", type=int, default=1)
-        parser.add_argument(
-            "--max-reconsume-times",
-            type=int,
-            default=-1,
-            help="-1 = unbounded (RocketMQ's orderly default)",
-        )
-        parser.add_argument("--suspend-ms", type=int, default=1000)
-        parser.add_argument(
-            "--model", choices=[m.value for m in Model], default=Model.CLUSTERING.value
-        )
-        parser.add_argument("--consumer-id", default="", help="defaults to host@pid@random")
-        parser.add_argument(
-            "--consumer-name", default="", help="stable name for broadcasting offsets"
-        )
-        parser.add_argument("--no-events", action="store_true", help="do not emit events")
-        parser.add_argument(
-            "--ordering", choices=[o.value for o in Ordering], default=Ordering.QUEUE.value
-        )
-        parser.add_argument("--lanes", type=int, default=16, help="key ordering: lanes")
-        parser.add_argument(
-            "--max-in-flight",
-            type=int,
-            default=1000,
-            help="key ordering: pause pulling a queue above this",
-        )
-        parser.add_argument(
-            "--after-dlq", choices=[a.value for a in AfterDlq], default=AfterDlq.CONTINUE.value
-        )
-        parser.add_argument("--retry-initial-ms", type=int, default=1000)
-        parser.add_argument("--retry-factor", type=float, default=2.0)
-        parser.add_argument("--retry-max-ms", type=int, default=30_000)
-        parser.add_argument(
-            "--flush-interval-ms",
-            type=int,
-            default=500,
-            help="key ordering: how often offsets are committed",
-        )
-        parser.add_argument(
-            "--commit-interval-ms",
-            type=int,
-            default=200,
-            help="queue ordering: how often the handled position is committed (0: every batch)",
-        )
+        add_consume_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            sub = Subscription(
-                topic=options["topic"],
-                group=options["group"],
-                handler=options["handler"],
-                batch_size=options["batch_size"],
-                max_reconsume_times=options["max_reconsume_times"],
-                suspend_ms=options["suspend_ms"],
-                model=Model(options["model"]),
-                consumer_name=options["consumer_name"],
-                ordering=Ordering(options["ordering"]),
-                lanes=options["lanes"],
-                max_in_flight=options["max_in_flight"],
-                after_dlq=AfterDlq(options["after_dlq"]),
-                retry_initial_ms=options["retry_initial_ms"],
-                retry_factor=options["retry_factor"],
-                retry_max_ms=options["retry_max_ms"],
-                flush_interval_ms=options["flush_interval_ms"],
-                commit_interval_ms=options["commit_interval_ms"],
-            )
-            import_handler(sub.handler)
-            consumer = Consumer(
-                settings.REDIS_URL,
-                [sub],
-                consumer_id=options["consumer_id"] or None,
-                events_enabled=not options["no_events"],
-            )
+            consumer = consumer_from_options(settings.REDIS_URL, options)
         except LockstepError as exc:
             raise CommandError(mask_url(str(exc))) from None
-        stop = threading.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
-        consumer.start()
-        self.stdout.write(
-            f"consumer {consumer.consumer_id} consuming {sub.topic} as {sub.group}", ending="\n"
-        )
-        self.stdout.flush()
-        stop.wait()
-        consumer.stop()
-        self.stdout.write("stopped")
+        run_until_signalled(consumer, self.stdout)

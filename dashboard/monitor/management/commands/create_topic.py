@@ -3,8 +3,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 
-from lockstep.dashboard.monitor.models import Topic
-from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.web.redis_conn import get_redis
+from lockstep.dashboard.web.store.models import Topic
 from lockstep.workers.errors import LockstepError
 from lockstep.workers.topics import create_topic
 

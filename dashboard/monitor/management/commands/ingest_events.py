@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from lockstep.dashboard.monitor.ingest import Ingester
-from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.web.redis_conn import get_redis
 
 
 class Command(BaseCommand):

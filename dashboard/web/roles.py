@@ -1,5 +1,6 @@
-"""Roles are Django groups made by migration ``0002_roles`` (which lists their
-permissions); a user holds at most one of them.
+"""The site's roles: Django groups made by the dead-letter app's migration ``0002_roles``
+(which lists their permissions; the permissions stay named ``deadletters.*``, on that
+app's model); a user holds at most one of them.
 
 - ``viewer``: reads everything (bodies and headers too, unless
   ``LOCKSTEP_HIDE_BODIES_FROM_VIEWERS``);
@@ -48,9 +49,15 @@ def grant_role(user: User, role: str) -> None:
         user.save(update_fields=["is_staff"])
 
 
+def has_perm(user: AbstractBaseUser | AnonymousUser, permission: str) -> bool:
+    """Whether ``user`` holds ``permission`` (Django's ``has_perm``: through its role's
+    group, or as a superuser); an anonymous user holds none."""
+    return isinstance(user, PermissionsMixin) and user.has_perm(permission)
+
+
 def may_see_bodies(user: AbstractBaseUser | AnonymousUser) -> bool:
     """Bodies and headers are shown to every signed-in user unless
     ``LOCKSTEP_HIDE_BODIES_FROM_VIEWERS``; then only to holders of ``view_body``."""
     if not settings.LOCKSTEP_HIDE_BODIES_FROM_VIEWERS:
         return True
-    return isinstance(user, PermissionsMixin) and user.has_perm(VIEW_BODY)
+    return has_perm(user, VIEW_BODY)

@@ -1,9 +1,10 @@
 """What every page and JSON view shares: the login rule, error answers, parameters.
 
 Each page is built by one function returning plain data (its JSON twin's body); the page
-view renders it, the API view returns it. Errors are raised as ``NotFound`` /
-``BadParameter`` and answered as 404 / 400 JSON by the API and as an error page by the
-page: never a 500 for a bad URL.
+view (``pages.page``) renders it, the API view (``api_view``) returns it. A JSON action
+(``action_view``) is a POST that changes something. Errors are raised as ``NotFound`` /
+``BadParameter`` / ``Conflict`` and answered as 404 / 400 / 409 JSON by the API and as
+an error page by the page: never a 500 for a bad URL.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any, Concatenate, ParamSpec
 
-from django.contrib.auth.decorators import login_required
+import redis
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.middleware.csrf import CsrfViewMiddleware
+from django.views.decorators.csrf import csrf_exempt
 
 from lockstep.workers.errors import UnknownTopicError
 from lockstep.workers.inspect import get_topic, groups_of
@@ -29,6 +32,10 @@ class NotFound(LookupError):
 
 class BadParameter(ValueError):
     """A query or path parameter that cannot be used as given."""
+
+
+class Conflict(BadParameter):
+    """A request that clashes with what is there already (the API answers 409)."""
 
 
 class InvalidForm(Exception):
@@ -57,32 +64,58 @@ def api_view(build: Build[P]) -> Callable[Concatenate[HttpRequest, P], JsonRespo
     return view
 
 
-def page_view(
-    template: str, build: Build[P], **extra: Any
-) -> Callable[Concatenate[HttpRequest, P], HttpResponse]:
-    """A login-required page rendering ``build``'s data as ``data`` (plus ``extra`` as is);
-    errors render the error page with their status."""
+def action_view(
+    view: Callable[Concatenate[HttpRequest, P], JsonResponse],
+) -> Callable[Concatenate[HttpRequest, P], JsonResponse]:
+    """A POST-only JSON action: login (401), then Django's CSRF check (403, the reason
+    said), then the view; its ``PermissionDenied`` is 403, ``NotFound`` 404, ``Conflict``
+    409, ``BadParameter`` 400 and an unreachable Redis 503, all as JSON."""
 
-    @login_required
-    def view(request: HttpRequest, *args: P.args, **kwargs: P.kwargs) -> HttpResponse:
+    @csrf_exempt  # checked below, after the login check: an anonymous caller learns to log in
+    @wraps(view)
+    def endpoint(request: HttpRequest, *args: P.args, **kwargs: P.kwargs) -> JsonResponse:
+        if request.method != "POST":
+            return _json_error(405, "use POST")
+        if not request.user.is_authenticated:
+            return _json_error(401, "authentication required")
+        reason = _csrf_failure(request)
+        if reason:
+            return _json_error(403, f"CSRF check failed: {reason}")
         try:
-            data = build(request, *args, **kwargs)
-        except (NotFound, UnknownTopicError) as exc:
-            return _error(request, 404, "Not found", str(exc))
-        except InvalidForm as exc:
-            return render(request, template, {"data": exc.data, **extra}, status=400)
+            return view(request, *args, **kwargs)
+        except PermissionDenied as exc:
+            return _json_error(403, str(exc) or "permission denied")
+        except NotFound as exc:
+            return _json_error(404, str(exc))
+        except Conflict as exc:
+            return _json_error(409, str(exc))
         except BadParameter as exc:
-            return _error(request, 400, "Bad request", str(exc))
-        return render(request, template, {"data": data, **extra})
+            return _json_error(400, str(exc))
+        except redis.RedisError as exc:
+            return _json_error(503, f"Redis is unavailable: {exc}")
 
-    view.__name__ = view.__qualname__ = f"{build.__name__}_page"
-    return view
+    return endpoint
 
 
-def _error(request: HttpRequest, status: int, title: str, message: str) -> HttpResponse:
-    return render(
-        request, "monitor/error.html", {"title": title, "message": message}, status=status
-    )
+def _json_error(status: int, message: str) -> JsonResponse:
+    return JsonResponse({"error": message}, status=status)
+
+
+class _Csrf(CsrfViewMiddleware):
+    def _reject(self, request: HttpRequest, reason: str) -> Any:
+        return reason  # the reason instead of Django's HTML failure page
+
+
+def _unused(request: HttpRequest) -> HttpResponse:
+    return HttpResponse()  # the check never calls on: it only answers yes or no
+
+
+def _csrf_failure(request: HttpRequest) -> str | None:
+    """Django's CSRF check as the middleware makes it; the reason when it fails."""
+    check = _Csrf(_unused)
+    check.process_request(request)
+    reason = check.process_view(request, _unused, (), {})
+    return str(reason) if reason else None
 
 
 # ---- parameters ------------------------------------------------------------------------

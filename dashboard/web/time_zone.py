@@ -17,8 +17,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from lockstep.dashboard.monitor.models import TimeZonePreference
-from lockstep.dashboard.monitor.views.errors import error_answer, post_only
+from lockstep.dashboard.web.errors import error_answer, post_only
+from lockstep.dashboard.web.store.models import TimeZonePreference
 
 DEFAULT_ZONE = "UTC"
 # What a typed time looks like: 24-hour, minutes, seconds optional (never the browser's

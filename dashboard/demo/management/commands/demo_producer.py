@@ -7,8 +7,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from lockstep.dashboard.demo.producer import run_demo_producer
-from lockstep.dashboard.monitor.models import Topic
-from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.web.redis_conn import get_redis
+from lockstep.dashboard.web.store.models import Topic
 from lockstep.workers.topics import create_topic
 
 

@@ -14,6 +14,7 @@ BENCHMARKS = (
     "analytics",
     "rebalance",
     "ordering-cluster",
+    "manyqueues",
 )
 
 
@@ -34,7 +35,8 @@ class Command(BaseCommand):
             "of the no-op cases (60,000); ordering-cluster: the same on standalone Redis "
             "and on a local Redis Cluster (20,000); dashboard: messages per "
             "events on/off run (200,000); deadletters: dead letters in the "
-            "group (100,000); storage: messages per run (6,000)",
+            "group (100,000); storage: messages per run (6,000); manyqueues: messages "
+            "of the busy phase (40,960)",
         )
         parser.add_argument(
             "--repeats",
@@ -65,6 +67,12 @@ class Command(BaseCommand):
             help="soak: minutes at half the maximum consume rate (30)",
         )
         parser.add_argument(
+            "--idle-seconds",
+            type=float,
+            default=None,
+            help="manyqueues: how long every queue stays idle while commands are counted (30)",
+        )
+        parser.add_argument(
             "--events",
             type=int,
             default=None,
@@ -88,7 +96,8 @@ class Command(BaseCommand):
             "--queues",
             type=int,
             default=None,
-            help="rebalance: queues of the topic in the full configuration (1024; at least 4)",
+            help="rebalance: queues of the topic in the full configuration (1024; at least 4); "
+            "manyqueues: queues the one consumer owns (1024)",
         )
         parser.add_argument(
             "--processes",
@@ -124,6 +133,8 @@ class Command(BaseCommand):
             from bench import ordering
 
             result = ordering.run(messages or 60_000, repeats or 5)
+        elif options["name"] == "manyqueues":
+            result = _manyqueues(options)
         elif options["name"] == "ordering-cluster":
             from bench import ordering_cluster
 
@@ -167,6 +178,19 @@ def _storage_or_soak(options: dict[str, Any]) -> dict[str, Any]:
     if interval is not None and interval < 0:
         raise CommandError("--commit-event-interval must be at least 0")
     return storage.run(options["messages"] or 6000, rate, interval)
+
+
+def _manyqueues(options: dict[str, Any]) -> dict[str, Any]:
+    from bench import manyqueues
+
+    queues = options["queues"] if options["queues"] is not None else 1024
+    if queues < 1:
+        raise CommandError("--queues must be at least 1")
+    idle_s = options["idle_seconds"] if options["idle_seconds"] is not None else 30.0
+    if idle_s <= 0:
+        raise CommandError("--idle-seconds must be positive")
+    messages = options["messages"] or manyqueues.BUSY_MESSAGES
+    return manyqueues.run(queues, idle_s=idle_s, busy_messages=messages)
 
 
 def _rebalance(options: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand
 
-from lockstep.dashboard.deadletters.roles import ADMIN, VIEWER, grant_role
+from lockstep.dashboard.web.roles import ADMIN, VIEWER, grant_role
 
 
 class Command(BaseCommand):

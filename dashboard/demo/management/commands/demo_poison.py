@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from lockstep.dashboard.demo.handlers import FIXED_FLAG, poison_every
-from lockstep.dashboard.monitor.redis_conn import get_redis
+from lockstep.dashboard.web.redis_conn import get_redis
 
 
 class Command(BaseCommand):

@@ -1,11 +1,13 @@
 // Live pages' WebSocket: connect, reconnect with backoff, sequence gaps, staleness, re-reads
 // of the JSON view, the polling fallback and the live status indicator, in one place.
 //
-// The sockets carry hints (see dashboard/monitor/consumers.py): {"type", "seq", ...}. Seq 0
-// is a fresh snapshot sent on connect; the ingester's pushes then count up by one. Any other
-// step (a lost message, or a restarted ingester starting again at 1) is a gap: hints may
-// have been lost, so the page re-reads its JSON view, the source of truth. A reconnect is
-// handled the same way. Plain script, no modules: load it (defer) before the page script.
+// The sockets carry hints (dashboard/web/push_socket.py, LiveConsumer): {"type", "seq",
+// ...}. Seq 0 is a fresh snapshot sent on connect; the pushes then count up by one. Any
+// other step (a lost message, or a restarted publisher's skipped number) is a gap: hints
+// may have been lost, so the page re-reads its JSON view, the source of truth. A reconnect
+// is handled the same way. Sockets without a sequence (sequenced: false, the alert badge)
+// get every message of their type and the reconnects. Plain script, no modules: base.html
+// loads it (defer) on every signed-in page, before the page scripts.
 //
 //   const live = LockstepLive.connect({
 //     path: root.dataset.socketPath,    // socket path; empty, or no WebSocket: no socket
@@ -113,6 +115,7 @@
     let lastHintAt = 0;
     let lastStaleResync = 0;
     let reading = null;
+    let queuedReason = null;
 
     function show(state) {
       if (!indicator) return;
@@ -138,10 +141,16 @@
       if (indicator) indicator.signedOut(options.loginUrl, titles.signedOut);
     }
 
-    // One read at a time: a second reason while one is in flight shares its answer.
+    // One read at a time. A reason that comes while a read is in flight is not answered by
+    // it: that read may have been taken before the change the reason points at (a gap seen
+    // mid-read). So one more read follows, for the latest such reason.
     function resync(reason) {
       if (!options.apiUrl) return null;
-      if (reading || stopped) return reading;
+      if (stopped) return reading;
+      if (reading) {
+        queuedReason = reason;
+        return reading;
+      }
       reading = fetchJson(options.apiUrl, type, signOut)
         .then(function (data) {
           if (!data) return;
@@ -150,7 +159,12 @@
         })
         // The server may be down; the next hint, reconnect, poll or stale check tries again.
         .catch(function () { if (polling && !isOpen()) show("reconnecting"); })
-        .finally(function () { reading = null; });
+        .finally(function () {
+          reading = null;
+          const next = queuedReason;
+          queuedReason = null;
+          if (next !== null) resync(next);
+        });
       return reading;
     }
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -33,6 +34,10 @@ MAX_CLIENT_MESSAGE_BYTES = 64 * 1024
 MESSAGE_TOO_BIG = 4009
 # The channel layer's Redis did not answer: "try again later", as 503.
 REDIS_UNAVAILABLE = 4503
+# Close codes of every socket's handshake, as HTTP's 401 and 404: no session, or the
+# URL names nothing the user may watch.
+UNAUTHENTICATED = 4401
+NOT_FOUND = 4404
 
 
 class PushOnlyConsumer(AsyncJsonWebsocketConsumer):
@@ -62,3 +67,57 @@ class PushOnlyConsumer(AsyncJsonWebsocketConsumer):
             size = len(bytes_data or b"")
         if size > MAX_CLIENT_MESSAGE_BYTES:
             await self.close(code=MESSAGE_TOO_BIG)
+
+
+class LiveConsumer(PushOnlyConsumer):
+    """The live sockets' contract: a signed-in user (4401 otherwise) watches one channel
+    group, named by ``resolve`` from the URL (``None``: nothing there, 4404), and gets
+    ``snapshot`` first (``None``: it went away, 4404), then every push to that group.
+
+    The socket joins the group before reading the snapshot, so a push made in between is
+    not lost (it may repeat what the snapshot holds: pushes carry state, not deltas).
+    Subclasses name a handler per pushed message type (``overview.update`` →
+    ``overview_update``)."""
+
+    group = ""
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=UNAUTHENTICATED)
+            return
+        group = await self.resolve(self.scope["url_route"]["kwargs"])
+        if group is None:
+            await self.close(code=NOT_FOUND)
+            return
+        self.group = group
+        await self.channel_layer.group_add(group, self.channel_name)
+        snapshot = await database_sync_to_async(self.snapshot)()
+        if snapshot is None:
+            await self.close(code=NOT_FOUND)
+            return
+        await self.accept()
+        await self.send_json(snapshot)
+
+    async def disconnect(self, code: int) -> None:
+        if self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def resolve(self, kwargs: dict[str, Any]) -> str | None:
+        """The channel group the URL's ``kwargs`` name, or ``None`` when they name
+        nothing this user may watch."""
+        raise NotImplementedError
+
+    def snapshot(self) -> dict[str, Any] | None:
+        """The first message (read in a worker thread), or ``None`` when what the URL
+        named is gone."""
+        raise NotImplementedError
+
+
+class NotFoundConsumer(PushOnlyConsumer):
+    """A socket path no route names: closed with 4404 (4401 when anonymous)."""
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        anonymous = user is None or not user.is_authenticated
+        await self.close(code=UNAUTHENTICATED if anonymous else NOT_FOUND)

@@ -1,0 +1,123 @@
+"""Who runs the owned queues' loops (docs/reading.md).
+
+A queue worker's loop (``QueueWorker.steps``) is a generator: it does a bounded piece of
+work (a read, a batch, a flush) and then yields a ``Wait`` saying when it wants to run
+again. Two runners drive it:
+
+- ``QueueThreads``: a thread per queue, as the runtime always did: a ``Wait`` for data is
+  a blocking ``XREAD`` of that one stream (a Redis Cluster refuses one ``XREAD`` over
+  streams of different slots), any other wait an event wait that a poke ends early;
+- ``workers.ordering.scheduler.QueuePool``: a bounded pool of threads for every queue of a
+  subscription, and one reader that waits for new entries of all the idle queues at once.
+
+A runner steps each worker from one thread at a time, so a queue's batches never overlap;
+``poke`` (a renewal, a drop) ends the current wait early. Waking a worker early is always
+harmless: its loop checks its state again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Protocol
+
+import redis
+
+from lockstep.workers import keys
+from lockstep.workers.refs import QueueRef
+
+
+@dataclass(frozen=True)
+class Wait:
+    """What a step waits for before the next: ``seconds`` (``None``: no time limit), and,
+    when ``data_from`` is set, sooner an entry of the queue's stream at or above that
+    offset. A poke always ends it."""
+
+    seconds: float | None = 0.0
+    data_from: int | None = None
+
+
+READY = Wait(0.0)
+
+
+class Steppable(Protocol):
+    """What a runner needs of a queue worker."""
+
+    ref: QueueRef
+
+    def steps(self) -> Generator[Wait, None, None]: ...
+
+    def stepped_out(self) -> None:
+        """Called once the steps are over (they returned or raised)."""
+
+
+class Runner(Protocol):
+    def start(self, worker: Steppable) -> None: ...
+
+    def poke(self, worker: Steppable) -> None: ...
+
+    def stop(self) -> None:
+        """Let the runner's own threads end once its workers have stepped out."""
+
+
+def after_offset(offset: int) -> str:
+    """The stream ID just before ``offset``: what ``XREAD`` takes to return entries at or
+    above it (entry IDs are ``<offset>-1``: docs/redis-layout.md)."""
+    return f"{offset - 1}-1" if offset > 0 else "0-0"
+
+
+class QueueThreads:
+    """A thread per queue; a wait for data blocks in ``XREAD`` for up to ``block_s``."""
+
+    def __init__(self, client: redis.Redis, block_s: float) -> None:
+        self.client = client
+        self.block_s = block_s
+        self._pokes: dict[int, threading.Event] = {}
+
+    def start(self, worker: Steppable) -> None:
+        poked = threading.Event()
+        self._pokes[id(worker)] = poked
+        thread = threading.Thread(
+            target=self._run,
+            args=(worker, poked),
+            name=f"lockstep-{worker.ref.topic}-{worker.ref.queue}",
+            daemon=True,
+        )
+        thread.start()
+
+    def poke(self, worker: Steppable) -> None:
+        poked = self._pokes.get(id(worker))
+        if poked is not None:
+            poked.set()
+
+    def stop(self) -> None:
+        """Nothing to do: each queue's thread ends with its worker."""
+
+    def _run(self, worker: Steppable, poked: threading.Event) -> None:
+        steps = worker.steps()
+        try:
+            for wait in steps:
+                self._wait(worker.ref, wait, poked)
+        finally:
+            steps.close()
+            self._pokes.pop(id(worker), None)
+            worker.stepped_out()
+
+    def _wait(self, ref: QueueRef, wait: Wait, poked: threading.Event) -> None:
+        if poked.is_set():
+            poked.clear()
+            return
+        if wait.data_from is not None:
+            block_s = self.block_s if wait.seconds is None else min(self.block_s, wait.seconds)
+            stream = keys.stream(ref)
+            block_ms = max(1, int(block_s * 1000))
+            try:
+                self.client.xread({stream: after_offset(wait.data_from)}, count=1, block=block_ms)
+            except redis.RedisError:
+                # The worker's own next read meets the failure and handles it.
+                poked.wait(block_s)
+            return
+        if wait.seconds is None or wait.seconds > 0:
+            poked.wait(wait.seconds)
+            poked.clear()

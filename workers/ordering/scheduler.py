@@ -1,0 +1,294 @@
+"""Every owned queue of a subscription on a bounded pool of threads (docs/reading.md).
+
+``QueuePool`` steps the queue workers' loops (``runner.Wait``) on ``threads`` threads:
+a worker is in exactly one place at a time (ready, running, waiting, done), so one
+queue's batches never overlap and the pool never runs a queue twice. Waits end by:
+
+- time: a heap of deadlines, checked by the pool threads while they wait for work;
+- data: one reader thread sends one ``XREAD BLOCK`` over the streams of every queue
+  waiting for data, from each queue's next offset; a stream that answers wakes its
+  queue. A queue that starts waiting while that read blocks would not be in it, so the
+  reader is sent ``CLIENT UNBLOCK`` (once per read) to read again with it;
+- a poke (a lock renewal, a drop): at once.
+
+One ``XREAD`` names keys of many slots, which a Redis Cluster refuses: the pool is for a
+standalone Redis (``runner.QueueThreads`` serves a cluster).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+
+from lockstep.workers import keys
+from lockstep.workers.ordering.runner import Steppable, Wait, after_offset
+from lockstep.workers.redis_types import as_bytes
+
+log = logging.getLogger(__name__)
+
+READY, RUNNING, WAITING, DONE = "ready", "running", "waiting", "done"
+# The reader's block: how long an idle subscription waits between reads. New waiters do
+# not wait for it (CLIENT UNBLOCK), so it only sets the idle command rate.
+READ_BLOCK_S = 1.0
+# After a failed read (Redis away), the reader tries again this often.
+READ_RETRY_S = 0.2
+# CLIENT UNBLOCK sent before the read reached Redis answers 0: retried this often, this
+# many times (the read is on its way: a round trip at most).
+UNBLOCK_RETRY_S = 0.001
+UNBLOCK_TRIES = 20
+
+
+@dataclass(eq=False)
+class _Task:
+    worker: Steppable
+    steps: Generator[Wait, None, None]
+    state: str = READY
+    poked: bool = False
+    generation: int = 0
+    data_from: int | None = None
+
+
+@dataclass(order=True)
+class _Timer:
+    deadline: float
+    seq: int
+    task: _Task = field(compare=False)
+    generation: int = field(compare=False)
+
+
+class QueuePool:
+    """The runner of a subscription's queues on a standalone Redis: ``threads`` stepping
+    threads and one reader (module docstring)."""
+
+    def __init__(self, client: redis.Redis, threads: int, name: str) -> None:
+        self.client = client
+        self.threads = threads
+        self.name = name
+        self._cond = threading.Condition()
+        self._ready: deque[_Task] = deque()
+        self._timers: list[_Timer] = []
+        self._seq = itertools.count()
+        self._tasks: dict[int, _Task] = {}  # id(worker) -> task
+        self._waiting_data: set[_Task] = set()
+        self._waiters_added = threading.Event()
+        self._reader_blocked = False
+        self._unblock_sent = False
+        self._cycle = 0  # the reader's reads, counted
+        self._reader_id: int | None = None
+        self._stopped = False
+        self._started = False
+        pool = client.connection_pool
+        # The reader's own connection: CLIENT UNBLOCK names it by its id.
+        self._reader_client = redis.Redis(
+            connection_pool=type(pool)(
+                connection_class=pool.connection_class,
+                max_connections=1,
+                **pool.connection_kwargs,
+            )
+        )
+
+    # -- the runner interface ----------------------------------------------------------
+    def start(self, worker: Steppable) -> None:
+        with self._cond:
+            self._start_threads()
+            task = _Task(worker, worker.steps())
+            self._tasks[id(worker)] = task
+            self._ready.append(task)
+            self._cond.notify()
+
+    def poke(self, worker: Steppable) -> None:
+        with self._cond:
+            task = self._tasks.get(id(worker))
+            if task is None:
+                return
+            if task.state == RUNNING:
+                task.poked = True
+            elif task.state == WAITING:
+                self._wake(task, task.generation)
+
+    def stop(self) -> None:
+        """Stop the threads once every worker stepped out (the subscription drops its
+        queues first); a worker still stepping keeps its thread."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        self._waiters_added.set()
+        self._unblock_reader(self._cycle)
+
+    # -- threads -----------------------------------------------------------------------
+    def _start_threads(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        for n in range(self.threads):
+            name = f"lockstep-{self.name}-{n}"
+            threading.Thread(target=self._step_forever, name=name, daemon=True).start()
+        name = f"lockstep-{self.name}-reader"
+        threading.Thread(target=self._read_forever, name=name, daemon=True).start()
+
+    def _step_forever(self) -> None:
+        while True:
+            task = self._next_task()
+            if task is None:
+                return
+            try:
+                wait: Wait | None = next(task.steps)
+            except StopIteration:
+                wait = None
+            except Exception:  # the steps catch their own errors; a bug ends the worker
+                log.exception("queue %s steps failed", task.worker.ref)
+                wait = None
+            if wait is None:
+                self._finish(task)
+                continue
+            with self._cond:
+                unblock = self._park(task, wait)
+            if unblock:
+                self._unblock_reader(unblock)
+
+    def _next_task(self) -> _Task | None:
+        with self._cond:
+            while True:
+                self._fire_timers()
+                if self._ready:
+                    task = self._ready.popleft()
+                    task.state = RUNNING
+                    return task
+                if self._stopped and not self._tasks:
+                    return None
+                timeout = self._timers[0].deadline - time.monotonic() if self._timers else None
+                self._cond.wait(timeout if timeout is None else max(0.0, timeout))
+
+    def _finish(self, task: _Task) -> None:
+        task.steps.close()
+        with self._cond:
+            task.state = DONE
+            self._waiting_data.discard(task)
+            if self._tasks.get(id(task.worker)) is task:
+                del self._tasks[id(task.worker)]
+            self._cond.notify_all()
+        task.worker.stepped_out()
+
+    # -- waiting (under the condition's lock) ------------------------------------------
+    def _park(self, task: _Task, wait: Wait) -> int:
+        """Put ``task`` where ``wait`` says; returns the reader's read to unblock (its
+        cycle number) when the task joins the waiters of data during it, else 0."""
+        if task.poked or (wait.seconds == 0 and wait.data_from is None):
+            task.poked = False
+            task.state = READY
+            self._ready.append(task)
+            self._cond.notify()
+            return 0
+        task.state = WAITING
+        task.generation += 1
+        if wait.seconds is not None:
+            deadline = time.monotonic() + max(0.0, wait.seconds)
+            heapq.heappush(self._timers, _Timer(deadline, next(self._seq), task, task.generation))
+            self._cond.notify()  # a thread waiting for an earlier deadline recomputes
+        if wait.data_from is not None:
+            task.data_from = wait.data_from
+            self._waiting_data.add(task)
+            self._waiters_added.set()
+            if self._reader_blocked and not self._unblock_sent:
+                self._unblock_sent = True
+                return self._cycle
+        return 0
+
+    def _wake(self, task: _Task, generation: int) -> None:
+        if task.state != WAITING or task.generation != generation:
+            return  # woken already, by something else
+        task.state = READY
+        task.generation += 1
+        self._waiting_data.discard(task)
+        self._ready.append(task)
+        self._cond.notify()
+
+    def _fire_timers(self) -> None:
+        now = time.monotonic()
+        while self._timers and self._timers[0].deadline <= now:
+            timer = heapq.heappop(self._timers)
+            self._wake(timer.task, timer.generation)
+
+    # -- the reader --------------------------------------------------------------------
+    def _read_forever(self) -> None:
+        while True:
+            with self._cond:
+                if self._stopped and not self._tasks:
+                    return
+                wanted = self._wanted()
+                self._cycle += 1
+                self._reader_blocked = bool(wanted)
+                self._unblock_sent = False
+                self._waiters_added.clear()
+            if not wanted:
+                self._waiters_added.wait(READ_BLOCK_S)
+                continue
+            try:
+                reply = self._read(wanted)
+            except redis.RedisError:
+                # Every waiting queue tries its own read: it meets the failure and
+                # handles it (an outage told once, the queue started again from Redis).
+                self._wake_all_waiting()
+                time.sleep(READ_RETRY_S)
+                continue
+            finally:
+                with self._cond:
+                    self._reader_blocked = False
+            self._wake_streams({as_bytes(stream).decode() for stream, _ in reply or []})
+
+    def _wanted(self) -> dict[str, str]:
+        """Stream -> the ID to read after: the lowest next offset of its waiting queues."""
+        lowest: dict[str, int] = {}
+        for task in self._waiting_data:
+            assert task.data_from is not None
+            stream = keys.stream(task.worker.ref)
+            lowest[stream] = min(lowest.get(stream, task.data_from), task.data_from)
+        return {stream: after_offset(offset) for stream, offset in lowest.items()}
+
+    def _read(self, wanted: dict[str, str]) -> Any:
+        if self._reader_id is None:
+            self._reader_id = int(self._reader_client.client_id())
+        streams: dict[Any, Any] = dict(wanted)
+        return self._reader_client.xread(streams, count=1, block=int(READ_BLOCK_S * 1000))
+
+    def _unblock_reader(self, cycle: int) -> None:
+        """End the reader's read ``cycle`` early. The read may not have reached Redis
+        yet (CLIENT UNBLOCK then answers 0): tried again for a few milliseconds while
+        that read is still the reader's current one."""
+        for _ in range(UNBLOCK_TRIES):
+            reader = self._reader_id
+            if reader is None:
+                return
+            try:
+                if self.client.client_unblock(reader):
+                    return
+            except redis.RedisError:
+                return
+            with self._cond:
+                if self._cycle != cycle or not self._reader_blocked:
+                    return
+            time.sleep(UNBLOCK_RETRY_S)
+        # Blocked, but not under that id: the reader reconnected. It asks for its id
+        # again before its next read.
+        self._reader_id = None
+
+    def _wake_streams(self, streams: set[str]) -> None:
+        if not streams:
+            return
+        with self._cond:
+            for task in [t for t in self._waiting_data if keys.stream(t.worker.ref) in streams]:
+                self._wake(task, task.generation)
+
+    def _wake_all_waiting(self) -> None:
+        with self._cond:
+            for task in list(self._waiting_data):
+                self._wake(task, task.generation)
