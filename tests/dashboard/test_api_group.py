@@ -14,8 +14,9 @@ from lockstep.workers import create_topic
 from lockstep.workers import events as ev
 from lockstep.workers.config import AfterDlq, Ordering
 from lockstep.workers.topics import groups_of, register_group
-from tests.dashboard.helpers import per_queue, produce, wait_until
+from tests.dashboard.helpers import per_queue, produce
 from tests.dashboard.scenarios import FailOn, consuming, ingest_until
+from tests.support import probe_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
@@ -33,7 +34,7 @@ def _group(client: Client, url: str = URL) -> dict[str, Any]:
 def _registered(redis_client: redis.Redis) -> None:
     """Wait until the consumer has registered its group: before that the group's URL is a
     404, which the tests' first read must not race."""
-    wait_until(lambda: groups_of(redis_client, "orders"), lambda groups: "mailer" in groups)
+    probe_until(lambda: groups_of(redis_client, "orders"), lambda groups: "mailer" in groups)
 
 
 def test_it_answers_an_anonymous_visitor_with_401_json(client: Client) -> None:
@@ -69,10 +70,14 @@ def test_it_shows_each_queue_held_by_the_consumer_with_its_offsets(
 
     with consuming(redis_url, "orders", "mailer", FailOn()) as consumer:
         _registered(redis_client)
-        group = wait_until(
+        group = probe_until(
             lambda: _group(client),
             lambda g: (
-                g["totals"]["lag"] == 0 and all(c["assigned"] == [0, 1] for c in g["consumers"])
+                g["totals"]["lag"] == 0
+                and all(c["assigned"] == [0, 1] for c in g["consumers"])
+                # The states come from the consumer's last heartbeat, which may predate
+                # the queues' first steps (they read "starting" until then).
+                and all(q["state"] != "starting" for q in g["queues"])
             ),
         )
 
@@ -120,9 +125,9 @@ def test_it_lists_blocked_keys_and_lanes_under_key_ordering(
         retry_initial_ms=50,
         retry_max_ms=100,
     ) as consumer:
-        wait_until(handler.count, lambda n: n == 1)
+        probe_until(handler.count, lambda n: n == 1)
         ingest_until(redis_client, ev.LANES)
-        group = wait_until(
+        group = probe_until(
             lambda: _group(client), lambda g: len(g["blocked_keys"]) == 1 and g["lanes"] != []
         )
 
@@ -172,7 +177,7 @@ def test_it_lists_parked_keys_held_after_a_dead_letter(
         # the parking, not only the later one, and until the consumer's commit has
         # flushed the parked offsets as completed (parking is visible before the flush,
         # which runs on its own interval).
-        group = wait_until(
+        group = probe_until(
             lambda: _group(client),
             lambda g: (
                 g["totals"]["parked_messages"] == 2
