@@ -24,7 +24,7 @@ lint: setup-test
 # hashes required, without pip resolving anything. A package the feed does not know is
 # listed as skipped, not failed (--strict would fail on it): check that list.
 audit: setup-test
-	$(PY) -m pip_audit -r requirements.lock --require-hashes --disable-pip --progress-spinner off
+	$(PY) -m pip_audit -r requirements.lock -r requirements-uv.lock --require-hashes --disable-pip --progress-spinner off
 
 # Tests run in parallel with pytest-xdist: most of them wait (on heartbeats, lock expiry,
 # processes starting), so more workers than cores pays. --dist loadscope hands out whole

@@ -35,7 +35,7 @@ import multiprocessing
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from typing import Any
@@ -48,7 +48,7 @@ from lockstep.workers.broker import Broker
 from lockstep.workers.config import Model, Ordering
 from lockstep.workers.events import EventLog
 from lockstep.workers.ordering import QueueOrderingWorker, WorkerEnv
-from lockstep.workers.ordering.runner import Wait
+from lockstep.workers.ordering.runner import Handed, Wait
 from lockstep.workers.outage import runtime_client
 from lockstep.workers.rebalance import SubscriptionRunner
 from lockstep.workers.refs import QueueRef
@@ -145,7 +145,7 @@ class IdleQueueWorker(RecordingWorker):
     """A queue-ordering worker of a queue nobody produces to: it waits for its drop
     instead of polling the stream. Everything else is the real worker's."""
 
-    def consume(self) -> Iterator[Wait]:
+    def consume(self) -> Generator[Wait, Handed, None]:
         self.state = "idle"
         while not self.stopping.is_set():
             yield Wait(None)  # until a poke: the drop

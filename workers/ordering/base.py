@@ -38,7 +38,7 @@ import threading
 import time
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,7 +66,7 @@ from lockstep.workers.message import (
     foreign_entry,
     parse_offset,
 )
-from lockstep.workers.ordering.runner import QueueThreads, Runner, Wait
+from lockstep.workers.ordering.runner import HAND_COUNT, Handed, QueueThreads, Runner, Wait
 from lockstep.workers.outage import REDIS_DOWN, redis_outage
 from lockstep.workers.refs import QueueRef
 
@@ -163,6 +163,8 @@ class QueueWorker(ABC):
         # The last read met only foreign entries already handed out: they stay in the
         # stream, so waiting for data would wake at once; wait for a while instead.
         self._only_foreign = False
+        # The last read found fewer entries than it asked for: the stream ended there.
+        self._read_to_end = False
 
     # -- the mode's part ---------------------------------------------------------------
     @abstractmethod
@@ -170,9 +172,10 @@ class QueueWorker(ABC):
         """Read where to start (offsets, mode state) from Redis; set ``next_fetch``."""
 
     @abstractmethod
-    def consume(self) -> Iterator[Wait]:
+    def consume(self) -> Generator[Wait, Handed, None]:
         """Consume until ``stopping`` is set, in steps; the handler only through
-        ``invoke``."""
+        ``invoke``. A step's ``yield`` gives what its runner handed (``runner.Handed``):
+        entries to pass to ``read``."""
 
     @abstractmethod
     def finish(self) -> None:
@@ -264,6 +267,13 @@ class QueueWorker(ABC):
         self.state = "lock_expired"
         return Wait(self.env.timings.lock_renew_interval_s)
 
+    def read_to_end(self) -> bool:
+        """Whether the last read found the end of the stream, so that a read now would
+        find only what came since: a worker that handled all it read may wait for data
+        at once (the wait ends at once if anything came). Never after a read that met
+        only foreign entries: those stay in the stream and would end the wait at once."""
+        return self._read_to_end and not self._only_foreign
+
     def data_wait(self, seconds: float | None = None) -> Wait:
         """What an idle queue waits for: an entry at ``next_fetch`` or later (or, after a
         read that met only foreign entries, ``poll_block_s``), at most ``seconds``."""
@@ -277,12 +287,19 @@ class QueueWorker(ABC):
         return self._stopping
 
     # -- services for the modes ------------------------------------------------------
-    def read(self, count: int) -> list[Item]:
-        """The next entries of the queue from ``next_fetch`` on, in offset order, decoded
-        (a malformed entry comes back as ``MalformedEntry``); advances ``next_fetch``.
-        An entry another writer put there comes back once, as a foreign
-        ``MalformedEntry``, and does not advance ``next_fetch``. Never blocks."""
-        found = self.env.broker.read_from(self.ref, self.next_fetch, count)
+    def read(self, count: int, handed: Handed = None) -> list[Item]:
+        """The next entries of the queue from ``next_fetch`` on (at most ``count``), in
+        offset order, decoded (a malformed entry comes back as ``MalformedEntry``);
+        advances ``next_fetch``. An entry another writer put there comes back once, as a
+        foreign ``MalformedEntry``, and does not advance ``next_fetch``. Never blocks.
+        ``handed`` (what the runner read while the worker waited for data) is taken
+        instead of a read of Redis."""
+        if handed is None:
+            found = self.env.broker.read_from(self.ref, self.next_fetch, count)
+            self._read_to_end = len(found) < count
+        else:
+            found = handed[:count]
+            self._read_to_end = len(handed) < HAND_COUNT and len(handed) <= count
         out: list[Item] = []
         sequence: int | None = None  # read only when an entry leaves a gap
         for entry_id, fields in found:
@@ -432,7 +449,7 @@ class QueueWorker(ABC):
         }
 
     # -- the steps -------------------------------------------------------------------
-    def steps(self) -> Generator[Wait, None, None]:
+    def steps(self) -> Generator[Wait, Handed, None]:
         """The worker's whole life, for its runner: restore, consume, finish, release."""
         try:
             self.restore()

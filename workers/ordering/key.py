@@ -24,7 +24,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Generator
 
 from lockstep.workers import events as ev
 from lockstep.workers.broker import CommitOutcome, CommitResult, dead_letter_entry
@@ -34,7 +34,7 @@ from lockstep.workers.lanes import LanePool, Task, Verdict
 from lockstep.workers.message import MalformedEntry, Message, deserialize, serialize
 from lockstep.workers.offset_tracker import OffsetTracker
 from lockstep.workers.ordering.base import FailureLog, QueueWorker, WorkerEnv, malformed_dead_letter
-from lockstep.workers.ordering.runner import READY, Wait
+from lockstep.workers.ordering.runner import READY, Handed, Wait
 from lockstep.workers.outage import REDIS_DOWN
 from lockstep.workers.refs import QueueRef
 
@@ -109,14 +109,15 @@ class KeyOrderingWorker(QueueWorker):
             out["state"] = "blocked"
         return out
 
-    def consume(self) -> Iterator[Wait]:
+    def consume(self) -> Generator[Wait, Handed, None]:
         sub = self.env.sub
         next_flush = next_parked_poll = next_state = 0.0
+        handed: Handed = None
         while not self.stopping.is_set():
             now = time.monotonic()
             renewal = self.renewal_wait()
             if renewal is not None:
-                yield renewal
+                handed = yield renewal
                 continue
             if now >= next_flush:
                 self._flush()
@@ -129,14 +130,19 @@ class KeyOrderingWorker(QueueWorker):
                 self._report_state()
                 next_state = now + STATE_EVENT_S
             if self._flow_controlled():
-                yield Wait(FLOW_CHECK_S)
+                handed = yield Wait(FLOW_CHECK_S)
                 continue
             self.state = "consuming"
-            if self._pull(min(FETCH_COUNT, sub.max_in_flight - self.tracker.in_flight)):
-                yield READY  # the other queues of the runner get their turn
+            room = min(FETCH_COUNT, sub.max_in_flight - self.tracker.in_flight)
+            # After a read that found the stream's end, only the runner's wait for data
+            # learns of more (read_to_end).
+            pulled = (handed is not None or not self.read_to_end()) and self._pull(room, handed)
+            handed = None
+            if pulled and not self.read_to_end():
+                handed = yield READY  # the other queues of the runner get their turn
                 continue
             due = min(next_flush, next_parked_poll, next_state) - time.monotonic()
-            yield self.data_wait(max(0.0, due) if self._duties_pending() else None)
+            handed = yield self.data_wait(max(0.0, due) if self._duties_pending() else None)
 
     def _has_holds(self) -> bool:
         with self._mutex:
@@ -163,9 +169,9 @@ class KeyOrderingWorker(QueueWorker):
             self.emit(ev.FLOW_RESUMED, details={"in_flight": in_flight, "max_in_flight": limit})
         return self.flow_paused
 
-    def _pull(self, room: int) -> bool:
+    def _pull(self, room: int, handed: Handed) -> bool:
         """Read up to ``room`` entries and hand them out; whether any were read."""
-        items = self.read(max(1, room))
+        items = self.read(max(1, room), handed)
         to_park: dict[str, list[Task]] = defaultdict(list)
         for item in items:
             if isinstance(item, MalformedEntry) and item.foreign:

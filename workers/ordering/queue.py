@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Any
 
 from lockstep.workers import events as ev
@@ -39,7 +39,7 @@ from lockstep.workers.ordering.base import (
     WorkerEnv,
     malformed_dead_letter,
 )
-from lockstep.workers.ordering.runner import READY, Wait
+from lockstep.workers.ordering.runner import READY, Handed, Wait
 from lockstep.workers.outage import REDIS_DOWN
 from lockstep.workers.refs import QueueRef
 
@@ -64,33 +64,35 @@ class QueueOrderingWorker(QueueWorker):
         env = self.env
         self.next_fetch = env.broker.read_offset(self.ref, env.offset_group).committed
 
-    def consume(self) -> Iterator[Wait]:
+    def consume(self) -> Generator[Wait, Handed, None]:
         t = self.env.timings
         streak_start = time.monotonic()
+        handed: Handed = None
         while not self.stopping.is_set():
             now = time.monotonic()
             renewal = self.renewal_wait()
             if renewal is not None:
-                yield renewal
+                handed = yield renewal
                 continue
             if self.paused_until > now:
                 self.state = "suspended"
-                yield Wait(self.paused_until - now)
+                handed = yield Wait(self.paused_until - now)
                 continue
-            if not self.buffer and not self._fill():
+            if not self.buffer and not self._fill(handed):
                 self._write_commit()  # idle: the stored offset catches up at once
                 self.state = "idle"
                 streak_start = time.monotonic()
-                yield self.data_wait()
+                handed = yield self.data_wait()
                 continue
+            handed = None
             self.state = "consuming"
             self._consume_head()
             if time.monotonic() - streak_start > t.max_continuous_s:
                 # RocketMQ yields a queue consumed continuously for 60 s so others run.
-                yield Wait(t.continuous_yield_s)
+                handed = yield Wait(t.continuous_yield_s)
                 streak_start = time.monotonic()
             else:
-                yield READY  # the other queues of the runner get their turn
+                handed = yield READY  # the other queues of the runner get their turn
 
     def finish(self) -> None:
         """Commit the handled position, unless the queue was fenced, lost or abandoned
@@ -115,8 +117,14 @@ class QueueOrderingWorker(QueueWorker):
         return self.base_snapshot(retries, head.offset if head is not None else self.next_fetch)
 
     # -- the loop --------------------------------------------------------------------
-    def _fill(self) -> bool:
-        self.buffer.extend(self.read(PREFETCH))
+    def _fill(self, handed: Handed) -> bool:
+        """Read into the empty buffer (``handed`` if the runner read for it); whether
+        anything is there to consume. Once all that the last read found was consumed,
+        and it found the stream's end, there is nothing to read until the runner says
+        so (``read_to_end``)."""
+        if handed is None and self.read_to_end():
+            return False
+        self.buffer.extend(self.read(PREFETCH, handed))
         return bool(self.buffer)
 
     def _take_batch(self) -> list[Message]:

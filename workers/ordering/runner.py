@@ -12,7 +12,9 @@ again. Two runners drive it:
 
 A runner steps each worker from one thread at a time, so a queue's batches never overlap;
 ``poke`` (a renewal, a drop) ends the current wait early. Waking a worker early is always
-harmless: its loop checks its state again.
+harmless: its loop checks its state again. A wait for data that ended because entries came
+hands them to the worker (the value of its ``yield``, at most ``HAND_COUNT``): the read
+that woke it is the worker's read, not one more.
 """
 
 from __future__ import annotations
@@ -25,7 +27,15 @@ from typing import Protocol
 import redis
 
 from lockstep.workers import keys
+from lockstep.workers.redis_types import Entry, xread_entries
 from lockstep.workers.refs import QueueRef
+
+# The most entries a wait for data hands its worker: a queue ordering's prefetch.
+HAND_COUNT = 64
+# What a step is sent when it runs again: the entries of the queue's stream at or above
+# the ``data_from`` it waited for, in order (fewer than ``HAND_COUNT``: all there were), or
+# ``None`` when the wait ended otherwise (time, a poke) or was not for data.
+Handed = list[Entry] | None
 
 
 @dataclass(frozen=True)
@@ -46,7 +56,7 @@ class Steppable(Protocol):
 
     ref: QueueRef
 
-    def steps(self) -> Generator[Wait, None, None]: ...
+    def steps(self) -> Generator[Wait, Handed, None]: ...
 
     def stepped_out(self) -> None:
         """Called once the steps are over (they returned or raised)."""
@@ -97,27 +107,34 @@ class QueueThreads:
     def _run(self, worker: Steppable, poked: threading.Event) -> None:
         steps = worker.steps()
         try:
-            for wait in steps:
-                self._wait(worker.ref, wait, poked)
+            wait = next(steps)
+            while True:
+                wait = steps.send(self._wait(worker.ref, wait, poked))
+        except StopIteration:
+            pass
         finally:
             steps.close()
             self._pokes.pop(id(worker), None)
             worker.stepped_out()
 
-    def _wait(self, ref: QueueRef, wait: Wait, poked: threading.Event) -> None:
+    def _wait(self, ref: QueueRef, wait: Wait, poked: threading.Event) -> Handed:
         if poked.is_set():
             poked.clear()
-            return
+            return None
         if wait.data_from is not None:
             block_s = self.block_s if wait.seconds is None else min(self.block_s, wait.seconds)
             stream = keys.stream(ref)
             block_ms = max(1, int(block_s * 1000))
             try:
-                self.client.xread({stream: after_offset(wait.data_from)}, count=1, block=block_ms)
+                reply = self.client.xread(
+                    {stream: after_offset(wait.data_from)}, count=HAND_COUNT, block=block_ms
+                )
             except redis.RedisError:
                 # The worker's own next read meets the failure and handles it.
                 poked.wait(block_s)
-            return
+                return None
+            return xread_entries(reply) or None
         if wait.seconds is None or wait.seconds > 0:
             poked.wait(wait.seconds)
             poked.clear()
+        return None

@@ -6,9 +6,10 @@ queue's batches never overlap and the pool never runs a queue twice. Waits end b
 
 - time: a heap of deadlines, checked by the pool threads while they wait for work;
 - data: one reader thread sends one ``XREAD BLOCK`` over the streams of every queue
-  waiting for data, from each queue's next offset; a stream that answers wakes its
-  queue. A queue that starts waiting while that read blocks would not be in it, so the
-  reader is sent ``CLIENT UNBLOCK`` (once per read) to read again with it;
+  waiting for data, from each queue's next offset; a stream that answers wakes its queue
+  and hands it the entries read (``runner.HAND_COUNT`` at most). A queue that starts
+  waiting while that read blocks would not be in it, so the reader is sent
+  ``CLIENT UNBLOCK`` (once per read) to read again with it;
 - a poke (a lock renewal, a drop): at once.
 
 One ``XREAD`` names keys of many slots, which a Redis Cluster refuses: the pool is for a
@@ -30,8 +31,8 @@ from typing import Any
 import redis
 
 from lockstep.workers import keys
-from lockstep.workers.ordering.runner import Steppable, Wait, after_offset
-from lockstep.workers.redis_types import as_bytes
+from lockstep.workers.ordering.runner import HAND_COUNT, Handed, Steppable, Wait, after_offset
+from lockstep.workers.redis_types import Entry, as_bytes
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,9 @@ READY, RUNNING, WAITING, DONE = "ready", "running", "waiting", "done"
 # The reader's block: how long an idle subscription waits between reads. New waiters do
 # not wait for it (CLIENT UNBLOCK), so it only sets the idle command rate.
 READ_BLOCK_S = 1.0
+# The reader's pause between reads (see _read_forever): at most this much is added to a
+# wake-up, and it bounds the reads to a few hundred a second however busy the queues are.
+READ_LINGER_S = 0.005
 # After a failed read (Redis away), the reader tries again this often.
 READ_RETRY_S = 0.2
 # CLIENT UNBLOCK sent before the read reached Redis answers 0: retried this often, this
@@ -50,11 +54,13 @@ UNBLOCK_TRIES = 20
 @dataclass(eq=False)
 class _Task:
     worker: Steppable
-    steps: Generator[Wait, None, None]
+    steps: Generator[Wait, Handed, None]
+    stream: str
     state: str = READY
     poked: bool = False
     generation: int = 0
     data_from: int | None = None
+    handed: Handed = None  # what the reader read for it: sent to its next step
 
 
 @dataclass(order=True)
@@ -78,7 +84,9 @@ class QueuePool:
         self._timers: list[_Timer] = []
         self._seq = itertools.count()
         self._tasks: dict[int, _Task] = {}  # id(worker) -> task
-        self._waiting_data: set[_Task] = set()
+        # Stream -> the tasks waiting for its entries (one, but for a queue handed over
+        # within this process while its previous worker still steps out).
+        self._waiting_data: dict[str, set[_Task]] = {}
         self._waiters_added = threading.Event()
         self._reader_blocked = False
         self._unblock_sent = False
@@ -100,7 +108,7 @@ class QueuePool:
     def start(self, worker: Steppable) -> None:
         with self._cond:
             self._start_threads()
-            task = _Task(worker, worker.steps())
+            task = _Task(worker, worker.steps(), keys.stream(worker.ref))
             self._tasks[id(worker)] = task
             self._ready.append(task)
             self._cond.notify()
@@ -140,8 +148,9 @@ class QueuePool:
             task = self._next_task()
             if task is None:
                 return
+            handed, task.handed = task.handed, None
             try:
-                wait: Wait | None = next(task.steps)
+                wait: Wait | None = task.steps.send(handed)  # send(None) starts it
             except StopIteration:
                 wait = None
             except Exception:  # the steps catch their own errors; a bug ends the worker
@@ -172,7 +181,7 @@ class QueuePool:
         task.steps.close()
         with self._cond:
             task.state = DONE
-            self._waiting_data.discard(task)
+            self._stop_waiting_data(task)
             if self._tasks.get(id(task.worker)) is task:
                 del self._tasks[id(task.worker)]
             self._cond.notify_all()
@@ -196,21 +205,29 @@ class QueuePool:
             self._cond.notify()  # a thread waiting for an earlier deadline recomputes
         if wait.data_from is not None:
             task.data_from = wait.data_from
-            self._waiting_data.add(task)
+            self._waiting_data.setdefault(task.stream, set()).add(task)
             self._waiters_added.set()
             if self._reader_blocked and not self._unblock_sent:
                 self._unblock_sent = True
                 return self._cycle
         return 0
 
-    def _wake(self, task: _Task, generation: int) -> None:
+    def _wake(self, task: _Task, generation: int, handed: Handed = None) -> None:
         if task.state != WAITING or task.generation != generation:
             return  # woken already, by something else
         task.state = READY
         task.generation += 1
-        self._waiting_data.discard(task)
+        task.handed = handed
+        self._stop_waiting_data(task)
         self._ready.append(task)
         self._cond.notify()
+
+    def _stop_waiting_data(self, task: _Task) -> None:
+        waiting = self._waiting_data.get(task.stream)
+        if waiting is not None:
+            waiting.discard(task)
+            if not waiting:
+                del self._waiting_data[task.stream]
 
     def _fire_timers(self) -> None:
         now = time.monotonic()
@@ -243,22 +260,25 @@ class QueuePool:
             finally:
                 with self._cond:
                     self._reader_blocked = False
-            self._wake_streams({as_bytes(stream).decode() for stream, _ in reply or []})
+            self._wake_streams({as_bytes(stream).decode(): found for stream, found in reply or []})
+            # A read cut short (entries came, or a queue started waiting) is followed by the
+            # next one after a moment: under load that moment gathers the queues that wait
+            # next, and the entries they wait for, into one read instead of one each.
+            time.sleep(READ_LINGER_S)
 
     def _wanted(self) -> dict[str, str]:
         """Stream -> the ID to read after: the lowest next offset of its waiting queues."""
-        lowest: dict[str, int] = {}
-        for task in self._waiting_data:
-            assert task.data_from is not None
-            stream = keys.stream(task.worker.ref)
-            lowest[stream] = min(lowest.get(stream, task.data_from), task.data_from)
-        return {stream: after_offset(offset) for stream, offset in lowest.items()}
+        wanted: dict[str, str] = {}
+        for stream, tasks in self._waiting_data.items():
+            lowest = min(task.data_from or 0 for task in tasks)
+            wanted[stream] = after_offset(lowest)
+        return wanted
 
     def _read(self, wanted: dict[str, str]) -> Any:
         if self._reader_id is None:
             self._reader_id = int(self._reader_client.client_id())
         streams: dict[Any, Any] = dict(wanted)
-        return self._reader_client.xread(streams, count=1, block=int(READ_BLOCK_S * 1000))
+        return self._reader_client.xread(streams, count=HAND_COUNT, block=int(READ_BLOCK_S * 1000))
 
     def _unblock_reader(self, cycle: int) -> None:
         """End the reader's read ``cycle`` early. The read may not have reached Redis
@@ -281,14 +301,16 @@ class QueuePool:
         # again before its next read.
         self._reader_id = None
 
-    def _wake_streams(self, streams: set[str]) -> None:
-        if not streams:
+    def _wake_streams(self, found: dict[str, list[Entry]]) -> None:
+        if not found:
             return
         with self._cond:
-            for task in [t for t in self._waiting_data if keys.stream(t.worker.ref) in streams]:
-                self._wake(task, task.generation)
+            for stream, entries in found.items():
+                for task in list(self._waiting_data.get(stream, ())):
+                    self._wake(task, task.generation, list(entries))
 
     def _wake_all_waiting(self) -> None:
         with self._cond:
-            for task in list(self._waiting_data):
-                self._wake(task, task.generation)
+            for tasks in list(self._waiting_data.values()):
+                for task in list(tasks):
+                    self._wake(task, task.generation)

@@ -1,0 +1,109 @@
+"""Calls of one Lua script from many threads, sent together (docs/reading.md, "Commits").
+
+A consumer process stepping hundreds of queues commits each of them on its own; every
+commit is a script call and so a round trip, and on a busy Redis the round trips, not the
+work, set the pace. ``CoalescedScript`` sends the calls that meet in time as one
+pipeline: a thread that calls while no batch is in flight sends its call at once; the
+threads that call meanwhile queue theirs and wait, and the first of them sends all that
+queued once the batch in flight is answered. Alone, a call costs what it did.
+
+Each call is still its own script run, atomic, with its own reply or error: coalescing
+changes when a call is sent, never what it does. A failure of the whole round trip (Redis
+unreachable) is the error of every call in it. For a standalone Redis: a cluster pipeline
+splits by node, where one slow node would hold up the calls of the others.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+from redis.commands.core import Script
+from redis.exceptions import NoScriptError
+
+
+@dataclass(eq=False)
+class _Call:
+    keys: Sequence[Any]
+    args: Sequence[Any]
+    done: threading.Event = field(default_factory=threading.Event)
+    reply: Any = None
+    error: Exception | None = None
+    lead: bool = False  # woken to send the next batch, not with a reply
+
+
+class CoalescedScript:
+    """``script(keys=..., args=...)`` as redis-py's ``Script``, coalesced (module
+    docstring)."""
+
+    def __init__(self, client: redis.Redis, script_: Script) -> None:
+        self.client = client
+        self.script = script_
+        self._mutex = threading.Lock()
+        self._queued: list[_Call] = []
+        self._sending = False
+
+    def __call__(self, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+        call = _Call(keys, args)
+        with self._mutex:
+            self._queued.append(call)
+            lead = not self._sending
+            self._sending = True
+        if not lead:
+            call.done.wait()
+            lead = call.lead
+        if lead:
+            self._send()
+        if call.error is not None:
+            raise call.error
+        return call.reply
+
+    def _send(self) -> None:
+        """Send every queued call (the sender's own among them) as one pipeline, hand the
+        replies out, and pass the sending on to the first call queued meanwhile."""
+        with self._mutex:
+            batch, self._queued = self._queued, []
+        replies: list[Any] | None = None
+        try:
+            replies = self._execute(batch)
+        except Exception as exc:
+            replies = [exc] * len(batch)
+        finally:
+            # Also when the sender is interrupted: no caller may wait for good.
+            if replies is None:
+                replies = [RuntimeError("the batch was not sent")] * len(batch)
+            self._hand_out(batch, replies)
+
+    def _hand_out(self, batch: list[_Call], replies: list[Any]) -> None:
+        with self._mutex:
+            successor = self._queued[0] if self._queued else None
+            if successor is None:
+                self._sending = False
+            else:
+                successor.lead = True
+        for call, reply in zip(batch, replies, strict=True):
+            if isinstance(reply, Exception):
+                call.error = reply
+            else:
+                call.reply = reply
+            call.done.set()
+        if successor is not None:
+            successor.done.set()
+
+    def _execute(self, batch: list[_Call]) -> list[Any]:
+        replies = self._pipeline(batch)
+        missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+        if missing:  # the server lost its scripts (a restart, SCRIPT FLUSH): none of them ran
+            self.client.script_load(self.script.script)
+            for i, reply in zip(missing, self._pipeline([batch[i] for i in missing]), strict=True):
+                replies[i] = reply
+        return replies
+
+    def _pipeline(self, calls: list[_Call]) -> list[Any]:
+        pipe = self.client.pipeline(transaction=False)
+        for call in calls:
+            pipe.evalsha(self.script.sha, len(call.keys), *call.keys, *call.args)
+        return list(pipe.execute(raise_on_error=False))
