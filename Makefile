@@ -2,6 +2,10 @@
 PY := .venv/bin/python
 export PYTHONPATH := $(CURDIR)
 export DJANGO_SETTINGS_MODULE := lockstep.dashboard.settings
+# Bytecode is written (into the ignored __pycache__ folders) even where the environment
+# says not to: the suite starts hundreds of Python processes, and without it each one
+# compiles every module it imports, the test modules of each worker included.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup setup-test run test checks suite test-quick lint audit typecheck format bench wheel
 
