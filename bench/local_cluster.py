@@ -145,10 +145,13 @@ def _cluster_ok(port: int) -> bool:
 
 
 @contextmanager
-def redis_cluster(masters: int = 3, replicas: int = 1) -> Iterator[LocalCluster]:
+def redis_cluster(
+    masters: int = 3, replicas: int = 1, node_timeout_ms: int = 1000
+) -> Iterator[LocalCluster]:
     """Start a throw-away Redis Cluster (``redis-server --cluster-enabled yes`` per node,
     joined by ``redis-cli --cluster create``); yield it; stop every node after. Node
-    timeout is 1 s so a killed master's replica is promoted within a few seconds."""
+    timeout is 1 s by default so a killed master's replica is promoted within a few
+    seconds; a longer one lets a node be stopped (SIGSTOP) without the cluster failing."""
     binary, cli = shutil.which("redis-server"), shutil.which("redis-cli")
     if binary is None or cli is None:
         raise RuntimeError("redis-server is not installed; run `make test` (it installs it)")
@@ -159,7 +162,8 @@ def redis_cluster(masters: int = 3, replicas: int = 1) -> Iterator[LocalCluster]
         for _ in range(masters * (1 + replicas)):
             port = _free_cluster_port()
             (Path(workdir) / str(port)).mkdir()
-            nodes.append(ClusterNode(port, _start_cluster_node(binary, workdir, port)))
+            node = _start_cluster_node(binary, workdir, port, node_timeout_ms)
+            nodes.append(ClusterNode(port, node))
         for n in nodes:
             _wait_ping(n)
         addresses = [f"127.0.0.1:{n.port}" for n in nodes]
@@ -184,12 +188,15 @@ def redis_cluster(masters: int = 3, replicas: int = 1) -> Iterator[LocalCluster]
         cluster.stop()
 
 
-def _start_cluster_node(binary: str, workdir: str, port: int) -> subprocess.Popen[bytes]:
+def _start_cluster_node(
+    binary: str, workdir: str, port: int, node_timeout_ms: int = 1000
+) -> subprocess.Popen[bytes]:
     """One cluster node on ``port``, its data and ``nodes.conf`` in ``workdir/<port>``."""
     node_dir = Path(workdir) / str(port)
     args = ["--port", str(port), "--bind", "127.0.0.1", "--dir", str(node_dir)]
     args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
-    args += ["--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0"]
+    args += ["--cluster-node-timeout", str(node_timeout_ms)]
+    args += ["--cluster-replica-validity-factor", "0"]
     args += ["--save", "", "--appendonly", "no"]
     args += ["--loglevel", "notice", "--logfile", str(node_dir / "redis.log")]
     return subprocess.Popen([binary, *args], stdout=subprocess.DEVNULL)

@@ -36,8 +36,11 @@ class CommitOutcome(IntEnum):
 @dataclass(frozen=True)
 class Grant:
     ref: QueueRef
-    token: int  # 0: refused
+    token: int  # 0: refused, or not answered (``error``)
     new: bool  # a new grant (new token) rather than a renewal
+    # On a cluster, the failure of the node serving the queue: neither granted nor
+    # refused (``Broker.lock_batch``).
+    error: Exception | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,7 @@ class Broker:
         ttl_s: float,
         *,
         renew_only: bool = False,
+        node_wait_s: float | None = None,
     ) -> list[Grant]:
         """Lock or renew several queues in one round trip (RocketMQ's ``lockBatchMQ``).
         On a standalone Redis one script call takes up to ``LOCK_KEYS_PER_CALL`` queues
@@ -93,7 +97,10 @@ class Broker:
         Redis little, docs/reading.md); on a cluster one call per queue keeps every call
         within one slot, in one pipeline per node (``workers.scripts.run_batch``).
         ``renew_only`` refuses (token 0) any queue ``owner`` does not hold live right now,
-        instead of granting it afresh."""
+        instead of granting it afresh. On a cluster, with ``node_wait_s``, the nodes are
+        asked at once, and a node that cannot be reached or does not answer within that
+        time fails only the queues it serves: their grants carry its ``error``. When no
+        queue was answered, that error is raised, as on a standalone Redis."""
         if not refs:
             return []
         ttl_ms = max(1, int(ttl_s * 1000))
@@ -103,13 +110,21 @@ class Broker:
         calls = [
             ([keys.lock(ref, group) for ref in chunk], [owner, ttl_ms, mode]) for chunk in chunks
         ]
-        pairs = [
-            pair for reply in run_batch(self.client, self._lock, calls) for pair in _pairs(reply)
-        ]
-        return [
-            Grant(ref, int(token), bool(int(granted)))
-            for ref, (token, granted) in zip(refs, pairs, strict=True)
-        ]
+        replies = run_batch(self.client, self._lock, calls, node_wait_s=node_wait_s)
+        failed = [r for r in replies if isinstance(r, Exception)]
+        if failed and len(failed) == len(replies):
+            raise failed[0]
+        grants: list[Grant] = []
+        for chunk, reply in zip(chunks, replies, strict=True):
+            if isinstance(reply, Exception):
+                grants += [Grant(ref, 0, False, reply) for ref in chunk]
+                continue
+            pairs = _pairs(reply)
+            grants += [
+                Grant(ref, int(token), bool(int(granted)))
+                for ref, (token, granted) in zip(chunk, pairs, strict=True)
+            ]
+        return grants
 
     def unlock(self, ref: QueueRef, group: str, owner: str, token: int) -> bool:
         return bool(self._unlock(keys=[keys.lock(ref, group)], args=[owner, token]))

@@ -214,7 +214,11 @@ class SubscriptionRunner:
         startable = [q for q in new if q not in self.workers and q not in self.retiring]
         started_at = time.monotonic()
         grants = env.broker.lock_batch(
-            self._refs(startable), env.sub.group, env.consumer_id, env.timings.lock_ttl_s
+            self._refs(startable),
+            env.sub.group,
+            env.consumer_id,
+            env.timings.lock_ttl_s,
+            node_wait_s=env.timings.lock_renew_interval_s,
         )
         for grant in grants:
             if grant.token:
@@ -256,9 +260,17 @@ class SubscriptionRunner:
         held = [q for q, w in self.workers.items() if not w.dropped]
         sent_at = time.monotonic()
         for grant in env.broker.lock_batch(
-            self._refs(held), env.sub.group, env.consumer_id, env.timings.lock_ttl_s
+            self._refs(held),
+            env.sub.group,
+            env.consumer_id,
+            env.timings.lock_ttl_s,
+            node_wait_s=env.timings.lock_renew_interval_s,
         ):
             worker = self.workers[grant.ref.queue]
+            if grant.error is not None:
+                # Its node did not answer: the worker's lock ages until a renewal reaches
+                # it (the worker pauses once it is stale); the other nodes' queues go on.
+                continue
             if grant.token and not grant.new and grant.token == worker.token:
                 worker.renewed(sent_at)
                 continue
@@ -280,6 +292,7 @@ class SubscriptionRunner:
             env.consumer_id,
             env.timings.lock_ttl_s,
             renew_only=True,
+            node_wait_s=env.timings.lock_renew_interval_s,
         ):
             worker = self.retiring[grant.ref.queue]
             if grant.token and grant.token == worker.token:

@@ -6,6 +6,8 @@ token, broker-side expiry) every fenced state change starts with (docs/fencing.m
 ``produce``, the append of a message with the next dense offset.
 """
 
+import threading
+import time
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -15,7 +17,7 @@ import redis
 from redis.commands.core import Script
 from redis.exceptions import AskError
 
-from lockstep.workers.connection import execute_on_node, node_client
+from lockstep.workers.connection import cluster_of, execute_on_node, node_client
 
 _LUA_DIR = Path(__file__).with_name("lua")
 _PRELUDE_MARKER = "-- Prelude: "
@@ -44,28 +46,105 @@ def script(client: redis.Redis, name: str) -> Script:
 
 
 def run_batch(
-    client: redis.Redis, script_: Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
+    client: redis.Redis,
+    script_: Script,
+    calls: Sequence[tuple[Sequence[str], Sequence[Any]]],
+    *,
+    node_wait_s: float | None = None,
 ) -> list[Any]:
     """Run ``script_`` once per ``(keys, args)`` in as few round trips as the server allows,
     replies in the order of ``calls``. Standalone: one pipeline. Redis Cluster, which
     refuses EVALSHA in its cross-slot pipelines: one pipeline per node, each call sent to
     the node serving its keys' slot; a call whose slot moved meanwhile (MOVED, ASK) is
     sent again through the cluster client, which follows the redirection. Each call must
-    keep its own keys within one slot (docs/cluster.md)."""
-    replies: list[Any] = [None] * len(calls)
+    keep its own keys within one slot (docs/cluster.md).
+
+    ``node_wait_s`` (a cluster): the nodes are sent to at once, and a node that cannot be
+    reached, or has not answered within that many seconds, gives its error as the reply
+    of each of its calls instead of raising: a dead or slow node fails and holds up only
+    its own calls (docs/cluster.md, "Renewals per node"); its calls may still run. Errors
+    of single calls are raised either way."""
     by_node: dict[redis.Redis, list[int]] = {}
     for index, (keys, _) in enumerate(calls):
         by_node.setdefault(node_client(client, keys[0]), []).append(index)
+    replies: list[Any] = [None] * len(calls)
+    if node_wait_s is None or cluster_of(client) is None:
+        for node, indexes in by_node.items():
+            found = _run_on_node(client, script_, calls, node, indexes)
+            for index, reply in zip(indexes, found, strict=True):
+                replies[index] = reply
+        return replies
+    answers = _run_on_nodes_at_once(client, script_, calls, by_node, node_wait_s)
     for node, indexes in by_node.items():
-        pipe = node.pipeline(transaction=False)
-        for index in indexes:
+        answer = answers.get(node, _unanswered(node, node_wait_s))
+        if isinstance(answer, (redis.ConnectionError, redis.TimeoutError)):
+            answer = [answer] * len(indexes)
+        elif isinstance(answer, Exception):
+            raise answer
+        for index, reply in zip(indexes, answer, strict=True):
+            replies[index] = reply
+    return replies
+
+
+def _run_on_nodes_at_once(
+    client: redis.Redis,
+    script_: Script,
+    calls: Sequence[tuple[Sequence[str], Sequence[Any]]],
+    by_node: dict[redis.Redis, list[int]],
+    wait_s: float,
+) -> dict[redis.Redis, list[Any] | Exception]:
+    """Each node's replies (or its exception), for the nodes that answered within
+    ``wait_s``. A node's thread that answers later writes into a dict nobody reads."""
+    answers: dict[redis.Redis, list[Any] | Exception] = {}
+    lock = threading.Lock()
+
+    def send(node: redis.Redis, indexes: list[int]) -> None:
+        answer: list[Any] | Exception
+        try:
+            answer = _run_on_node(client, script_, calls, node, indexes)
+        except Exception as exc:
+            answer = exc
+        with lock:
+            answers[node] = answer
+
+    threads = [
+        threading.Thread(target=send, args=(node, indexes), daemon=True)
+        for node, indexes in by_node.items()
+    ]
+    deadline = time.monotonic() + wait_s
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    with lock:
+        return dict(answers)
+
+
+def _unanswered(node: redis.Redis, wait_s: float) -> redis.TimeoutError:
+    where = node.get_connection_kwargs()
+    return redis.TimeoutError(
+        f"{where.get('host')}:{where.get('port')} did not answer within {wait_s:g} s"
+    )
+
+
+def _run_on_node(
+    client: redis.Redis,
+    script_: Script,
+    calls: Sequence[tuple[Sequence[str], Sequence[Any]]],
+    node: redis.Redis,
+    indexes: list[int],
+) -> list[Any]:
+    """The replies of ``calls[indexes]``, all served by ``node``, from one pipeline."""
+    pipe = node.pipeline(transaction=False)
+    for index in indexes:
+        keys, args = calls[index]
+        script_(keys=list(keys), args=list(args), client=pipe)
+    replies: list[Any] = []
+    for index, result in zip(indexes, execute_on_node(client, pipe), strict=True):
+        if isinstance(result, AskError):  # MovedError is an AskError
             keys, args = calls[index]
-            script_(keys=list(keys), args=list(args), client=pipe)
-        for index, result in zip(indexes, execute_on_node(client, pipe), strict=True):
-            if isinstance(result, AskError):  # MovedError is an AskError
-                keys, args = calls[index]
-                result = script_(keys=list(keys), args=list(args))  # follows the redirect
-            elif isinstance(result, Exception):
-                raise result
-            replies[index] = result
+            result = script_(keys=list(keys), args=list(args))  # follows the redirect
+        elif isinstance(result, Exception):
+            raise result
+        replies.append(result)
     return replies
