@@ -76,7 +76,7 @@ def run_batch(
         return replies
     answers = _run_on_nodes_at_once(client, script_, calls, by_node, node_wait_s)
     for node, indexes in by_node.items():
-        answer = answers.get(node, _unanswered(node, node_wait_s))
+        answer = answers[node] if node in answers else _unanswered(node, node_wait_s)
         if isinstance(answer, (redis.ConnectionError, redis.TimeoutError)):
             answer = [answer] * len(indexes)
         elif isinstance(answer, Exception):

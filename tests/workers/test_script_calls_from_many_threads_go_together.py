@@ -12,6 +12,7 @@ import pytest
 import redis
 
 from lockstep.workers.coalesce import CoalescedScript
+from tests.support import wait_until
 
 # ARGV[1] comes back, after ARGV[2] milliseconds of busy work; "bad" is an error reply.
 ECHO = """
@@ -68,8 +69,7 @@ def test_calls_made_while_one_is_in_flight_go_in_one_pipeline_with_their_own_rep
     script = CoalescedScript(counting, counting.register_script(ECHO))
     slow = threading.Thread(target=script, kwargs={"keys": ["log"], "args": ["first", 300]})
     slow.start()
-    while CountingClient.pipelines == 0:  # the first call is in flight for 300 ms
-        threading.Event().wait(0.001)
+    wait_until(lambda: CountingClient.pipelines > 0, 5, "the first call in flight (300 ms)")
 
     replies = _in_threads(20, lambda n: script(keys=["log"], args=[f"call-{n}"]))
     slow.join(10)
@@ -85,8 +85,7 @@ def test_an_error_reply_is_raised_to_its_own_caller_only(counting: CountingClien
     script = CoalescedScript(counting, counting.register_script(ECHO))
     slow = threading.Thread(target=script, kwargs={"keys": ["log"], "args": ["first", 300]})
     slow.start()
-    while CountingClient.pipelines == 0:
-        threading.Event().wait(0.001)
+    wait_until(lambda: CountingClient.pipelines > 0, 5, "the first call in flight (300 ms)")
 
     replies = _in_threads(6, lambda n: script(keys=["log"], args=["bad" if n == 3 else str(n)]))
     slow.join(10)
