@@ -94,8 +94,10 @@ if env_bool("DJANGO_BEHIND_PROXY", False):
 # (DJANGO_SECURE_HSTS_PRELOAD), not something a dashboard turns on by default.
 SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 
+# Not "daphne": it serves the site as a program (bin/run, `lockstep dashboard`); as an app
+# it only swaps in its own `runserver`, and every management command, Celery worker and
+# ingester would import Twisted for it (a fifth of a second of CPU each).
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

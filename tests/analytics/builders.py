@@ -151,8 +151,16 @@ def frame(spark: SparkSession, data_set: str, rows: list[dict[str, Any]]) -> Dat
     for row in rows:
         place = Partition.of_ms(row[TIME_COLUMN[data_set]])
         tuples.append((*(row.get(n) for n in names), place.day.isoformat(), place.hour))
-    assert spark_schema(data_set).fieldNames()[-2:] == [DATE_COLUMN, HOUR_COLUMN]
-    return spark.createDataFrame(tuples, spark_schema(data_set))
+    schema = spark_schema(data_set)
+    assert schema.fieldNames()[-2:] == [DATE_COLUMN, HOUR_COLUMN]
+    columns = arrow_schema(data_set)
+    columns = columns.append(pa.field(DATE_COLUMN, pa.string()))
+    columns = columns.append(pa.field(HOUR_COLUMN, pa.int32()))
+    table = pa.Table.from_arrays(
+        [pa.array([row[i] for row in tuples], type=f.type) for i, f in enumerate(columns)],
+        schema=columns,
+    )
+    return spark.createDataFrame(table, schema)
 
 
 def day_data(

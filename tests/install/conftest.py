@@ -137,10 +137,14 @@ def install_venv(
         if key in made:
             return made[key]
         venv = Venv(tmp_path_factory.mktemp("venv-" + ("-".join(key[0]) or "runtime")))
-        subprocess.run([sys.executable, "-m", "venv", str(venv.path)], check=True)
+        # The environment gets no pip of its own: the suite's pip installs into it
+        # (``--python``), as an adopter's pip would, without seeding a pip first. Bytecode
+        # is left to the first import (``--no-compile``): compiling all of Django, Spark's
+        # and pyarrow's modules up front cost more than the tests that use them.
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv.path)], check=True)
         wanted = f"lockstep[{','.join(key[0])}]" if key[0] else "lockstep"
-        command = [str(venv.python), *PIP[1:], "install", "-q", "--no-input"]
-        command += ["--constraint", str(lock_constraints)]
+        command = [*PIP, "--python", str(venv.python), "install", "-q", "--no-input"]
+        command += ["--no-compile", "--constraint", str(lock_constraints)]
         command += [f"{wanted} @ {lockstep_wheel.as_uri()}", *key[1]]
         # In the venv's own environment: with the checkout on PYTHONPATH, pip would take
         # a lockstep.egg-info left there by a build for the installed distribution.
