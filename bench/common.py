@@ -81,7 +81,7 @@ def load_topic(
     for i in range(messages):
         key = f"k{i % key_count}"
         ref = QueueRef(topic, queue_for_key(key, queues))
-        calls.append(([keys.stream(ref), keys.sequence(ref)], [key, body, "{}", 0]))
+        calls.append((keys.produce_keys(ref), [key, body, "{}", 0]))
         if len(calls) == 2000:
             run_batch(client, produce, calls)
             calls = []

@@ -1,5 +1,6 @@
 """Many-queues benchmark (issue #26): what one consumer process owning N queues of a topic
-costs, on a private redis-server.
+costs, on a private redis-server, or with ``cluster`` on a private local Redis Cluster of
+three masters (the connection and command figures are then the largest of one node's).
 
 For each ordering (queue ordering with a no-op handler; key ordering with 16 lanes), one
 ``lockstep consume`` process subscribes to a topic of N queues and is left until it owns
@@ -7,7 +8,7 @@ them all. Then, in that process:
 
 - ``threads``: its thread count (``/proc/<pid>/status``), settled and idle;
 - ``redis_connections``: the clients ``CLIENT LIST`` shows other than the harness's own
-  (the private server has no other client);
+  (named ``HARNESS``; the private server has no other client);
 - ``idle_commands_per_s``: commands Redis processed (``INFO stats``) while every queue
   was idle for ``idle_s`` seconds, the harness's two ``INFO`` calls left out;
 - ``wakeup_p50_ms`` / ``wakeup_p99_ms``: a message sent to a random idle queue until its
@@ -21,19 +22,21 @@ them all. Then, in that process:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import redis
 
 from bench.common import ConsumerProcess, load_topic, private_redis
 from bench.handlers import stats_key, wakeup_key
+from bench.local_cluster import redis_cluster
 from lockstep.workers import keys
-from lockstep.workers.connection import connect
+from lockstep.workers.connection import cluster_of, connect
 from lockstep.workers.inspect import topic_state
 from lockstep.workers.redis_types import as_bytes
 from lockstep.workers.refs import QueueRef
@@ -54,6 +57,9 @@ CASES = {
     "key": ["--ordering", "key", "--lanes", str(LANES)],
 }
 BUSY_MESSAGES = 40_960
+CLUSTER_MASTERS = 3
+# The harness's own clients, told apart from the consumer's in CLIENT LIST.
+HARNESS = "manyqueues-harness"
 # Commands in a second below which a freshly started consumer counts as settled: well
 # under its start-up's thousands, above what an idle one sends.
 SETTLED_COMMANDS = 100
@@ -73,17 +79,41 @@ def run(
     wakeups: int = 200,
     busy_messages: int = BUSY_MESSAGES,
     settle_timeout: float = 300.0,
+    cluster: bool = False,
 ) -> dict[str, Any]:
     """Both orderings at ``queues`` queues; see the module docstring for the figures."""
     started = time.monotonic()
     result: dict[str, Any] = {"queues": queues, "lanes": LANES, "targets": TARGETS}
-    with private_redis() as url:
+    result["server"] = f"cluster of {CLUSTER_MASTERS} masters" if cluster else "standalone"
+    with _server(cluster) as url:
         for name, args in CASES.items():
             result[name] = _case(
                 url, name, queues, args, idle_s, wakeups, busy_messages, settle_timeout
             )
     result["seconds"] = round(time.monotonic() - started, 1)
     return result
+
+
+@contextlib.contextmanager
+def _server(cluster: bool) -> Iterator[str]:
+    if not cluster:
+        with private_redis() as url:
+            yield url
+        return
+    with redis_cluster(masters=CLUSTER_MASTERS, replicas=0) as local:
+        yield local.url
+
+
+def _harness(url: str) -> redis.Redis:
+    return connect(url, client_name=HARNESS)
+
+
+def _nodes(client: redis.Redis) -> list[redis.Redis]:
+    """The server, or each master of the cluster, to ask for its own figures."""
+    cluster = cluster_of(client)
+    if cluster is None:
+        return [client]
+    return [cluster.get_redis_connection(node) for node in cluster.get_primaries()]
 
 
 def _case(
@@ -96,7 +126,7 @@ def _case(
     busy_messages: int,
     settle_timeout: float,
 ) -> dict[str, Any]:
-    client = connect(url)
+    client = _harness(url)
     topic, group = f"many-{name}", f"bench-{name}"
     started = time.monotonic()
     consumer = _owner(url, topic, group, queues, args, busy_messages, settle_timeout)
@@ -126,7 +156,7 @@ def _case(
 
 def _small(url: str, name: str, args: list[str], messages: int, settle_timeout: float) -> float:
     """The same busy load through a process owning ``SMALL_QUEUES`` queues."""
-    client = connect(url)
+    client = _harness(url)
     topic, group = f"few-{name}", f"bench-few-{name}"
     consumer = _owner(url, topic, group, SMALL_QUEUES, args, messages, settle_timeout)
     try:
@@ -140,7 +170,7 @@ def _owner(
 ) -> ConsumerProcess:
     """A consumer process that owns every queue of a new topic of ``queues`` queues (its
     handler's counts end at ``total`` messages)."""
-    client = connect(url)
+    client = _harness(url)
     load_topic(client, topic, queues, 0, key_count=KEY_COUNT)
     env = {**TIMINGS, "LOCKSTEP_BENCH_TOTAL": str(total)}
     consumer = ConsumerProcess(url, topic, group, ["--handler", HANDLER, *args], env=env)
@@ -196,21 +226,30 @@ def _threads(pid: int) -> int:
 
 
 def _connections(client: redis.Redis) -> int:
-    own = int(client.client_id())
-    return sum(1 for c in client.client_list() if int(c["id"]) != own)
+    """The consumer's connections to the server (on a cluster: to the node it holds most
+    to)."""
+    return max(
+        sum(1 for c in node.client_list() if c.get("name") != HARNESS) for node in _nodes(client)
+    )
+
+
+def _processed_per_node(client: redis.Redis) -> list[int]:
+    return [int(node.info("stats")["total_commands_processed"]) for node in _nodes(client)]
 
 
 def _processed(client: redis.Redis) -> int:
-    return int(client.info("stats")["total_commands_processed"])
+    return sum(_processed_per_node(client))
 
 
 def _idle_rate(client: redis.Redis, seconds: float) -> float:
-    before = _processed(client)
+    """Commands a second (on a cluster: on the busiest node)."""
+    before = _processed_per_node(client)
     started = time.monotonic()
     time.sleep(seconds)
-    after = _processed(client)
+    after = _processed_per_node(client)
+    elapsed = time.monotonic() - started
     # The first INFO is counted by the second; the second by neither.
-    return round((after - before - 1) / (time.monotonic() - started), 1)
+    return round(max((a - b - 1) / elapsed for a, b in zip(after, before, strict=True)), 1)
 
 
 def _wakeups(
@@ -223,7 +262,7 @@ def _wakeups(
     for n in range(samples):
         ref = QueueRef(topic, rng.randrange(queues))
         body = json.dumps({"wakeup": n, "sent": time.time()}).encode()
-        produce(keys=[keys.stream(ref), keys.sequence(ref)], args=[f"w{n}", body, "{}", 0])
+        produce(keys=keys.produce_keys(ref), args=[f"w{n}", body, "{}", 0])
         reply = client.blpop([wakeup_key(topic)], timeout=10)
         if reply is None:
             consumer.sample()

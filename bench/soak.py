@@ -133,7 +133,7 @@ class _SteadyProducer(threading.Thread):
             key = f"k{n % KEY_COUNT}"
             ref = QueueRef(self._topic, queue_for_key(key, QUEUES))
             self._produce(
-                keys=[keys.stream(ref), keys.sequence(ref)],
+                keys=keys.produce_keys(ref),
                 args=[key, b"x" * 100, "{}", 0],
                 client=pipe,
             )

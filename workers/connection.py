@@ -21,6 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 import redis
 from redis.client import Pipeline
 from redis.cluster import RedisCluster
+from redis.exceptions import RedisClusterException
 
 from lockstep.workers.env import env_bool
 from lockstep.workers.errors import ConfigurationError
@@ -78,6 +79,20 @@ def cluster_of(client: redis.Redis) -> RedisCluster | None:
     return candidate if isinstance(candidate, RedisCluster) else None
 
 
+def has_sharded_pubsub(client: redis.Redis) -> bool:
+    """Whether the server has sharded pub/sub (Redis 7 or later; on a cluster, the node
+    asked). A server that cannot be asked now is taken to have it: a wake-up it cannot
+    send only delays a consumer's wait (docs/reading.md, "On a Redis Cluster")."""
+    try:
+        info = client.info("server")
+    except redis.RedisError:
+        return True
+    if "redis_version" not in info:  # a cluster client's answer of several nodes
+        info = next(iter(info.values()), {})
+    version = str(info.get("redis_version", "7"))
+    return int(version.split(".")[0]) >= 7
+
+
 def get_each(client: redis.Redis, names: Sequence[str]) -> list[bytes | None]:
     """GET of each key in one round trip, keys in any slots (MGET needs one slot on a
     cluster; a pipeline without MULTI is split per node by the cluster client)."""
@@ -91,7 +106,8 @@ def refresh_layout(cluster: RedisCluster) -> None:
     """Re-read which node serves which slot, as the cluster client does itself after a
     dead node: for calls made on a node's own connection (``workers.scripts.run_batch``,
     the producer's WAIT). A failure here is left to the caller's own error."""
-    with contextlib.suppress(redis.RedisError):
+    # RedisClusterException (no node reachable) is not a RedisError.
+    with contextlib.suppress(redis.RedisError, RedisClusterException):
         cluster.nodes_manager.initialize()
 
 

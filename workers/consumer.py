@@ -18,7 +18,7 @@ from lockstep.workers import keys
 from lockstep.workers.broker import Broker
 from lockstep.workers.cards import ConsumerCard, SubscriptionCard
 from lockstep.workers.config import Limits, Model, Ordering, Subscription, Timings
-from lockstep.workers.connection import cluster_of
+from lockstep.workers.connection import cluster_of, has_sharded_pubsub
 from lockstep.workers.errors import LockstepError
 from lockstep.workers.events import EventLog, default_consumer_id
 from lockstep.workers.handler_log import HandlerLog
@@ -26,6 +26,7 @@ from lockstep.workers.handlers import import_handler
 from lockstep.workers.lanes import LanePool
 from lockstep.workers.message import Handler
 from lockstep.workers.ordering import WorkerEnv
+from lockstep.workers.ordering.cluster_pool import ClusterQueuePool
 from lockstep.workers.ordering.runner import Runner
 from lockstep.workers.ordering.scheduler import QueuePool
 from lockstep.workers.outage import REDIS_DOWN, redis_outage, runtime_client, wait_for_redis
@@ -180,12 +181,17 @@ class Consumer:
         )
 
     def _runner(self, sub: Subscription) -> Runner | None:
-        """A bounded pool for the subscription's queues on a standalone Redis; on a
-        cluster (no ``XREAD`` across slots) a thread per queue (docs/reading.md)."""
-        if cluster_of(self.client) is not None:
-            return None
+        """A bounded pool for the subscription's queues: on a standalone Redis it reads
+        every waiting queue in one ``XREAD``, on a cluster (no ``XREAD`` across slots) it
+        is woken by sharded pub/sub; a cluster of Redis 6 (no sharded pub/sub) runs a
+        thread per queue (docs/reading.md)."""
         threads = Limits.from_env().queue_threads
-        return QueuePool(self.client, threads, f"{sub.group}-{sub.topic}"[:40])
+        name = f"{sub.group}-{sub.topic}"[:40]
+        if cluster_of(self.client) is None:
+            return QueuePool(self.client, threads, name)
+        if has_sharded_pubsub(self.client):
+            return ClusterQueuePool(self.client, threads, name)
+        return None
 
     def _report(self, sub: Subscription, error: str) -> None:
         log.error("lockstep: subscription %s/%s not started: %s", sub.group, sub.topic, error)

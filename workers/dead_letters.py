@@ -133,8 +133,7 @@ def _release(
             keys.dead_letters(ref, group),
             keys.parked_keys(ref, group),
             keys.parked_messages(ref, group, letter.key),
-            keys.stream(ref),
-            keys.sequence(ref),
+            *keys.produce_keys(ref),
         ],
         args=[
             letter.id,

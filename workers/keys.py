@@ -39,6 +39,18 @@ def sequence(ref: QueueRef) -> str:
     return f"{_queue_tag(ref)}:seq"
 
 
+def wake(ref: QueueRef) -> str:
+    """String, expires: set while a consumer waits for the queue's next entry on a Redis
+    Cluster (arm_wakeup.lua); an append removes it and publishes on the shard channel of
+    the same name (docs/reading.md, "On a Redis Cluster")."""
+    return f"{_queue_tag(ref)}:wake"
+
+
+def produce_keys(ref: QueueRef) -> list[str]:
+    """The keys the produce script takes first: stream, sequence, wake flag."""
+    return [stream(ref), sequence(ref), wake(ref)]
+
+
 def idempotency(ref: QueueRef, idempotency_key: str) -> str:
     """String, expires: ``<offset>:<produced_at_ms>`` of the send that first used the
     caller's idempotency key; a repeated send with that key stores nothing."""

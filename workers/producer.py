@@ -162,7 +162,7 @@ class Producer:
             delay = min(delay * 2, RETRY_MAX_DELAY_S)
 
     def _store_once(self, ref: QueueRef, checked: _Checked) -> SendResult:
-        redis_keys = [keys.stream(ref), keys.sequence(ref)]
+        redis_keys = keys.produce_keys(ref)
         args: list[Any] = [checked.key, checked.body, checked.header_json]
         args.append(self._limits.stream_maxlen)
         if checked.idempotency_key:

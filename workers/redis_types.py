@@ -22,3 +22,9 @@ def xread_entries(reply: Any) -> list[Entry]:
 
 def as_bytes(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
+
+
+def script_entries(reply: Any) -> list[Entry]:
+    """XRANGE's reply as a Lua script returns it (``[id, [field, value, ...]]`` per entry)
+    → list of (id, fields)."""
+    return [(entry_id, dict(zip(flat[::2], flat[1::2], strict=True))) for entry_id, flat in reply]

@@ -76,8 +76,9 @@ def test_it_shows_each_queue_held_by_the_consumer_with_its_offsets(
                 g["totals"]["lag"] == 0
                 and all(c["assigned"] == [0, 1] for c in g["consumers"])
                 # The states come from the consumer's last heartbeat, which may predate
-                # the queues' first steps (they read "starting" until then).
-                and all(q["state"] != "starting" for q in g["queues"])
+                # the queues' first steps ("starting") or their being on its card at all
+                # ("unknown").
+                and all(q["state"] not in ("starting", "unknown") for q in g["queues"])
             ),
         )
 

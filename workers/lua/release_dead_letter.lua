@@ -17,6 +17,7 @@
 -- KEYS[3]: the key's parked set   (ls:{topic:queue}:parked:<group>:<key>)
 -- KEYS[4]: the queue's stream     (ls:{topic:queue}:log)
 -- KEYS[5]: the queue's sequence   (ls:{topic:queue}:seq)
+-- KEYS[6]: the queue's wake flag  (ls:{topic:queue}:wake)
 -- ARGV[1]: dead-letter entry id
 -- ARGV[2]: 'replay' or 'discard'
 -- ARGV[3]: sharding key of the dead letter
@@ -44,7 +45,7 @@ if ARGV[2] == 'replay' and not (hold and hold.dlq_id == ARGV[1]) then
   end
   -- Append first: a script's writes before an error stay, so a refused append must find
   -- the dead letter still there.
-  local offset = append_message(KEYS[4], KEYS[5], ARGV[3], body, ARGV[6], ARGV[7])
+  local offset = append_message(KEYS[4], KEYS[5], KEYS[6], ARGV[3], body, ARGV[6], ARGV[7])
   redis.call('XDEL', KEYS[1], ARGV[1])
   return {2, offset}
 end

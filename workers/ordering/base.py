@@ -246,8 +246,13 @@ class QueueWorker(ABC):
         return self._release_lock
 
     def renewed(self, at: float) -> None:
+        """The rebalance thread renewed the lock at ``at``. Only a worker whose lock had
+        gone stale is poked: it waits for this (``renewal_wait``); any other is left to
+        its wait."""
+        stale = not self.lock_valid()
         self.last_locked = at
-        self._poke()
+        if stale:
+            self._poke()
 
     def _poke(self) -> None:
         if self._started:

@@ -52,7 +52,7 @@ UNBLOCK_TRIES = 20
 
 
 @dataclass(eq=False)
-class _Task:
+class QueueTask:
     worker: Steppable
     steps: Generator[Wait, Handed, None]
     stream: str
@@ -67,7 +67,7 @@ class _Task:
 class _Timer:
     deadline: float
     seq: int
-    task: _Task = field(compare=False)
+    task: QueueTask = field(compare=False)
     generation: int = field(compare=False)
 
 
@@ -80,13 +80,13 @@ class QueuePool:
         self.threads = threads
         self.name = name
         self._cond = threading.Condition()
-        self._ready: deque[_Task] = deque()
+        self._ready: deque[QueueTask] = deque()
         self._timers: list[_Timer] = []
         self._seq = itertools.count()
-        self._tasks: dict[int, _Task] = {}  # id(worker) -> task
+        self._tasks: dict[int, QueueTask] = {}  # id(worker) -> task
         # Stream -> the tasks waiting for its entries (one, but for a queue handed over
         # within this process while its previous worker still steps out).
-        self._waiting_data: dict[str, set[_Task]] = {}
+        self._waiting_data: dict[str, set[QueueTask]] = {}
         self._waiters_added = threading.Event()
         self._reader_blocked = False
         self._unblock_sent = False
@@ -94,21 +94,13 @@ class QueuePool:
         self._reader_id: int | None = None
         self._stopped = False
         self._started = False
-        pool = client.connection_pool
-        # The reader's own connection: CLIENT UNBLOCK names it by its id.
-        self._reader_client = redis.Redis(
-            connection_pool=type(pool)(
-                connection_class=pool.connection_class,
-                max_connections=1,
-                **pool.connection_kwargs,
-            )
-        )
+        self._reader_client: redis.Redis | None = None
 
     # -- the runner interface ----------------------------------------------------------
     def start(self, worker: Steppable) -> None:
         with self._cond:
             self._start_threads()
-            task = _Task(worker, worker.steps(), keys.stream(worker.ref))
+            task = QueueTask(worker, worker.steps(), keys.stream(worker.ref))
             self._tasks[id(worker)] = task
             self._ready.append(task)
             self._cond.notify()
@@ -140,8 +132,25 @@ class QueuePool:
         for n in range(self.threads):
             name = f"lockstep-{self.name}-{n}"
             threading.Thread(target=self._step_forever, name=name, daemon=True).start()
+        self._start_reader()
+
+    def _start_reader(self) -> None:
+        pool = self.client.connection_pool
+        # The reader's own connection: CLIENT UNBLOCK names it by its id.
+        self._reader_client = redis.Redis(
+            connection_pool=type(pool)(
+                connection_class=pool.connection_class,
+                max_connections=1,
+                **pool.connection_kwargs,
+            )
+        )
         name = f"lockstep-{self.name}-reader"
         threading.Thread(target=self._read_forever, name=name, daemon=True).start()
+
+    def ending(self) -> bool:
+        """Whether the pool was stopped and every worker stepped out (under the lock, or
+        as a hint): the threads that serve it end."""
+        return self._stopped and not self._tasks
 
     def _step_forever(self) -> None:
         while True:
@@ -164,7 +173,7 @@ class QueuePool:
             if unblock:
                 self._unblock_reader(unblock)
 
-    def _next_task(self) -> _Task | None:
+    def _next_task(self) -> QueueTask | None:
         with self._cond:
             while True:
                 self._fire_timers()
@@ -172,23 +181,27 @@ class QueuePool:
                     task = self._ready.popleft()
                     task.state = RUNNING
                     return task
-                if self._stopped and not self._tasks:
+                if self.ending():
                     return None
                 timeout = self._timers[0].deadline - time.monotonic() if self._timers else None
                 self._cond.wait(timeout if timeout is None else max(0.0, timeout))
 
-    def _finish(self, task: _Task) -> None:
+    def _finish(self, task: QueueTask) -> None:
         task.steps.close()
         with self._cond:
             task.state = DONE
             self._stop_waiting_data(task)
             if self._tasks.get(id(task.worker)) is task:
                 del self._tasks[id(task.worker)]
+            self._task_done(task)
             self._cond.notify_all()
         task.worker.stepped_out()
 
+    def _task_done(self, task: QueueTask) -> None:
+        """A worker stepped out (under the lock): what a subclass keeps for it can go."""
+
     # -- waiting (under the condition's lock) ------------------------------------------
-    def _park(self, task: _Task, wait: Wait) -> int:
+    def _park(self, task: QueueTask, wait: Wait) -> int:
         """Put ``task`` where ``wait`` says; returns the reader's read to unblock (its
         cycle number) when the task joins the waiters of data during it, else 0."""
         if task.poked or (wait.seconds == 0 and wait.data_from is None):
@@ -212,7 +225,7 @@ class QueuePool:
                 return self._cycle
         return 0
 
-    def _wake(self, task: _Task, generation: int, handed: Handed = None) -> None:
+    def _wake(self, task: QueueTask, generation: int, handed: Handed = None) -> None:
         if task.state != WAITING or task.generation != generation:
             return  # woken already, by something else
         task.state = READY
@@ -222,7 +235,7 @@ class QueuePool:
         self._ready.append(task)
         self._cond.notify()
 
-    def _stop_waiting_data(self, task: _Task) -> None:
+    def _stop_waiting_data(self, task: QueueTask) -> None:
         waiting = self._waiting_data.get(task.stream)
         if waiting is not None:
             waiting.discard(task)
@@ -239,7 +252,7 @@ class QueuePool:
     def _read_forever(self) -> None:
         while True:
             with self._cond:
-                if self._stopped and not self._tasks:
+                if self.ending():
                     return
                 wanted = self._wanted()
                 self._cycle += 1
@@ -275,6 +288,7 @@ class QueuePool:
         return wanted
 
     def _read(self, wanted: dict[str, str]) -> Any:
+        assert self._reader_client is not None
         if self._reader_id is None:
             self._reader_id = int(self._reader_client.client_id())
         streams: dict[Any, Any] = dict(wanted)

@@ -106,6 +106,11 @@ class Command(BaseCommand):
             help="rebalance: processes the consumers are spread over "
             "(BENCH_REBALANCE_PROCESSES, else 4)",
         )
+        parser.add_argument(
+            "--cluster",
+            action="store_true",
+            help="manyqueues: on a private local Redis Cluster of 3 masters (figures per node)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         _require_a_source_checkout()
@@ -190,7 +195,7 @@ def _manyqueues(options: dict[str, Any]) -> dict[str, Any]:
     if idle_s <= 0:
         raise CommandError("--idle-seconds must be positive")
     messages = options["messages"] or manyqueues.BUSY_MESSAGES
-    return manyqueues.run(queues, idle_s=idle_s, busy_messages=messages)
+    return manyqueues.run(queues, idle_s=idle_s, busy_messages=messages, cluster=options["cluster"])
 
 
 def _rebalance(options: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,332 @@
+"""Every owned queue of a subscription on a bounded pool of threads, on a Redis Cluster
+(docs/reading.md, "On a Redis Cluster").
+
+``ClusterQueuePool`` steps the queue workers as ``QueuePool`` does; only the wait for data
+differs, because a cluster refuses one ``XREAD`` over streams of different slots:
+
+- A queue that waits for data is *armed*: ``arm_wakeup.lua``, in the queue's slot, returns
+  the entries already there after the awaited offset (handed to the worker), or sets the
+  queue's wake flag. Arms that come together go in one pipeline per node, sent by that
+  node's armer thread, so a node that does not answer holds up only its own queues.
+- An append to a queue whose flag is set removes the flag and publishes on the queue's
+  shard channel (``SPUBLISH``, ``_produce.lua``). One listener thread per node holds the
+  sharded subscriptions (``SSUBSCRIBE``) of the queues that node serves; a message wakes
+  the queue, which reads.
+- A queue is armed only once its subscription is confirmed: an append between the arm and
+  the subscription would wake nobody. Until then it waits ``UNSUBSCRIBED_WAIT_S`` and
+  reads again.
+- An armed wait lasts ``REARM_S`` at most: a wake-up lost all the same (a flag lost in a
+  failover, a message lost while a listener reconnected) costs that much delay, never a
+  message. A listener that loses its connection or a channel (its slot moved) wakes the
+  queues it served: they read, wait again, and subscribe where their slot is now.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections import deque
+from typing import Any
+
+import redis
+from redis.exceptions import RedisClusterException
+
+from lockstep.workers.connection import cluster_of, refresh_layout
+from lockstep.workers.ordering.runner import HAND_COUNT, Wait, after_offset
+from lockstep.workers.ordering.scheduler import WAITING, QueuePool, QueueTask
+from lockstep.workers.redis_types import as_bytes, script_entries
+from lockstep.workers.scripts import run_batch, script
+
+log = logging.getLogger(__name__)
+
+# The longest an armed queue waits before it reads again (module docstring). Each idle
+# queue costs two commands per period (its read and its arm).
+REARM_S = 30.0
+# How long the wake flag lives: longer than an armed wait, so a waiting queue's flag is
+# there; short enough that a consumer gone away leaves none behind for long.
+FLAG_TTL_MS = int(2 * REARM_S * 1000)
+# A queue whose subscription is not confirmed yet reads again this often.
+UNSUBSCRIBED_WAIT_S = 0.2
+# A listener applies new subscriptions at least this often (it waits for messages in
+# between): the delay of a queue's first wait, not of its wake-ups.
+LISTEN_POLL_S = 0.05
+# An armer gathers the arms that come within this long into one pipeline.
+ARM_LINGER_S = 0.002
+# After a listener failed (its node unreachable), a new one for that node waits this long.
+RELISTEN_DELAY_S = 0.5
+
+
+def wake_channel(stream: str) -> str:
+    """The queue's wake flag and shard channel (``keys.wake``), from its stream's key."""
+    return stream.removesuffix(":log") + ":wake"
+
+
+def wake_stream(channel: str) -> str:
+    """The queue's stream, from its wake channel."""
+    return channel.removesuffix(":wake") + ":log"
+
+
+class _Listener(threading.Thread):
+    """One node's sharded subscriptions, on a connection of their own; it applies the
+    subscriptions the pool asks for and tells the pool what arrives."""
+
+    def __init__(self, pool: ClusterQueuePool, node: str, client: redis.Redis) -> None:
+        super().__init__(name=f"lockstep-{pool.name}-listen-{node}", daemon=True)
+        self.pool = pool
+        self.node = node
+        self._pubsub = client.pubsub()
+        self._requests: deque[tuple[bool, str]] = deque()  # (subscribe?, channel)
+        self._connected = False
+
+    def request(self, subscribe: bool, channel: str) -> None:
+        self._requests.append((subscribe, channel))
+
+    def run(self) -> None:
+        failure: BaseException | None = None
+        try:
+            while not self.pool.ending():
+                self._apply_requests()
+                message = self._pubsub.get_message(timeout=LISTEN_POLL_S)
+                if message is not None:
+                    self._handle(message)
+        except Exception as exc:  # a connection, the cluster's layout: the queues read again
+            failure = exc
+        finally:
+            with contextlib.suppress(Exception):
+                self._pubsub.close()
+            self.pool.listener_gone(self, failure)
+
+    def _apply_requests(self) -> None:
+        while self._requests:
+            subscribe, channel = self._requests.popleft()
+            if subscribe:
+                self._pubsub.ssubscribe(channel)
+            else:
+                self._pubsub.sunsubscribe(channel)
+            if not self._connected and self._pubsub.connection is not None:
+                self._connected = True
+                # redis-py reconnects and subscribes again by itself; what was published
+                # meanwhile is lost, so the queues read again (module docstring).
+                self._pubsub.connection.register_connect_callback(self._reconnected)
+
+    def _reconnected(self, _connection: Any) -> None:
+        self.pool.channels_lost(self, None)
+
+    def _handle(self, message: dict[str, Any]) -> None:
+        kind = as_bytes(message["type"]).decode()
+        channel = as_bytes(message["channel"]).decode()
+        if kind == "smessage":
+            self.pool.woken(channel)
+        elif kind == "ssubscribe":
+            self.pool.confirmed(self, channel)
+        elif kind == "sunsubscribe":
+            # Asked for (the queue went), or the server's: the channel's slot moved.
+            self.pool.channels_lost(self, [channel])
+
+
+class _Armer(threading.Thread):
+    """Arms one node's waiting queues, in one pipeline for all that came together."""
+
+    def __init__(self, pool: ClusterQueuePool, node: str) -> None:
+        super().__init__(name=f"lockstep-{pool.name}-arm-{node}", daemon=True)
+        self.pool = pool
+        self.node = node
+        self.pending: set[str] = set()  # streams (under the pool's lock)
+        self.wanted = threading.Event()
+        self.retired = False  # its node's listener failed: a new pair serves the node
+
+    def run(self) -> None:
+        while not self.pool.ending() and not self.retired:
+            if not self.wanted.wait(LISTEN_POLL_S * 10):
+                continue
+            time.sleep(ARM_LINGER_S)
+            self.wanted.clear()
+            arms = self.pool.take_arms(self)
+            if arms:
+                self.pool.arm(arms)
+
+
+class _Node:
+    def __init__(self, listener: _Listener, armer: _Armer) -> None:
+        self.listener = listener
+        self.armer = armer
+
+
+class ClusterQueuePool(QueuePool):
+    """``QueuePool`` for a Redis Cluster: waits for data end by sharded pub/sub (module
+    docstring). Per node it adds a listener and an armer thread."""
+
+    def __init__(self, client: redis.Redis, threads: int, name: str) -> None:
+        super().__init__(client, threads, name)
+        cluster = cluster_of(client)
+        assert cluster is not None, "ClusterQueuePool serves a Redis Cluster"
+        self._cluster = cluster
+        self._arm = script(client, "arm_wakeup")
+        self._nodes: dict[str, _Node] = {}
+        # Channel -> (the listener it was asked of, confirmed).
+        self._channels: dict[str, tuple[_Listener, bool]] = {}
+        # Stream -> the offset its last arm was for (its entries go to waiters of it) and
+        # when: a queue that waits again for that offset within REARM_S is armed still.
+        self._armed_from: dict[str, tuple[int, float]] = {}
+        self._failed_at: dict[str, float] = {}  # node -> when its last listener failed
+
+    # -- QueuePool's hooks (under the pool's lock) ---------------------------------------
+    def _start_reader(self) -> None:
+        """No reader: the nodes' listeners and armers, started as queues wait."""
+
+    def _park(self, task: QueueTask, wait: Wait) -> int:
+        if wait.data_from is None:
+            return super()._park(task, wait)
+        channel = wake_channel(task.stream)
+        known = self._channels.get(channel)
+        confirmed = known is not None and known[1]
+        armed_for = self._armed_for(task.stream, wait.data_from) if confirmed else 0.0
+        cap = (armed_for or REARM_S) if confirmed else UNSUBSCRIBED_WAIT_S
+        seconds = cap if wait.seconds is None else min(wait.seconds, cap)
+        super()._park(task, Wait(seconds, wait.data_from))
+        if task.state == WAITING:
+            if known is None:
+                self._subscribe(channel)
+            elif confirmed and not armed_for:
+                self._want_arm(known[0].node, task.stream)
+        return 0
+
+    def _armed_for(self, stream: str, data_from: int) -> float:
+        """How much longer ``stream`` stays armed for ``data_from`` (0: it is not): a
+        queue woken by something else (a poke, a timer of its own) waits on its arm."""
+        armed = self._armed_from.get(stream)
+        if armed is None or armed[0] != data_from:
+            return 0.0
+        return max(0.0, REARM_S - (time.monotonic() - armed[1]))
+
+    def _task_done(self, task: QueueTask) -> None:
+        if any(other.stream == task.stream for other in self._tasks.values()):
+            return
+        channel = wake_channel(task.stream)
+        known = self._channels.pop(channel, None)
+        self._armed_from.pop(task.stream, None)
+        if known is not None:
+            known[0].request(False, channel)
+
+    # -- subscriptions (under the pool's lock) --------------------------------------------
+    def _subscribe(self, channel: str) -> None:
+        try:
+            node = self._cluster.get_node_from_key(channel)
+        except (redis.RedisError, RedisClusterException):
+            node = None
+        if node is None:
+            return  # no node serves the slot now: the queue reads again soon
+        entry = self._nodes.get(node.name)
+        if entry is None:
+            if time.monotonic() - self._failed_at.get(node.name, 0.0) < RELISTEN_DELAY_S:
+                return
+            client = self._cluster.get_redis_connection(node)
+            entry = _Node(_Listener(self, node.name, client), _Armer(self, node.name))
+            self._nodes[node.name] = entry
+            entry.listener.start()
+            entry.armer.start()
+        self._channels[channel] = (entry.listener, False)
+        entry.listener.request(True, channel)
+
+    def _want_arm(self, node: str, stream: str) -> None:
+        entry = self._nodes.get(node)
+        if entry is not None:
+            entry.armer.pending.add(stream)
+            entry.armer.wanted.set()
+
+    def _waiters(self, stream: str) -> list[QueueTask]:
+        return list(self._waiting_data.get(stream, ()))
+
+    # -- from the listeners ----------------------------------------------------------------
+    def woken(self, channel: str) -> None:
+        """An append published on ``channel``: its queue's waiters read."""
+        with self._cond:
+            stream = wake_stream(channel)
+            self._armed_from.pop(stream, None)
+            for task in self._waiters(stream):
+                self._wake(task, task.generation)
+
+    def confirmed(self, listener: _Listener, channel: str) -> None:
+        with self._cond:
+            known = self._channels.get(channel)
+            if known is None or known[0] is not listener:
+                return
+            self._channels[channel] = (listener, True)
+            stream = wake_stream(channel)
+            if self._waiters(stream):
+                self._want_arm(listener.node, stream)
+
+    def channels_lost(self, listener: _Listener, channels: list[str] | None) -> None:
+        """``listener`` no longer holds ``channels`` (``None``: any of its channels):
+        their queues read, and subscribe again when they next wait."""
+        with self._cond:
+            lost = [
+                channel
+                for channel, (owner, _) in self._channels.items()
+                if owner is listener and (channels is None or channel in channels)
+            ]
+            for channel in lost:
+                del self._channels[channel]
+                stream = wake_stream(channel)
+                self._armed_from.pop(stream, None)
+                for task in self._waiters(stream):
+                    self._wake(task, task.generation)
+
+    def listener_gone(self, listener: _Listener, failure: BaseException | None) -> None:
+        if failure is not None:
+            log.info("lockstep: wake-ups from node %s interrupted: %s", listener.node, failure)
+            refresh_layout(self._cluster)
+        with self._cond:
+            entry = self._nodes.get(listener.node)
+            if entry is not None and entry.listener is listener:
+                del self._nodes[listener.node]
+                if failure is not None:
+                    self._failed_at[listener.node] = time.monotonic()
+                entry.armer.retired = True
+                entry.armer.wanted.set()
+        self.channels_lost(listener, None)
+
+    # -- arming (the armers' threads) ----------------------------------------------------
+    def take_arms(self, armer: _Armer) -> dict[str, int]:
+        """Stream -> the offset to arm it for: the lowest its waiters wait for."""
+        with self._cond:
+            pending, armer.pending = armer.pending, set()
+            arms: dict[str, int] = {}
+            for stream in pending:
+                waiters = self._waiters(stream)
+                if waiters:
+                    arms[stream] = min(task.data_from or 0 for task in waiters)
+                    self._armed_from[stream] = (arms[stream], time.monotonic())
+            return arms
+
+    def arm(self, arms: dict[str, int]) -> None:
+        streams = list(arms)
+        calls = [
+            ([stream, wake_channel(stream)], [after_offset(arms[stream]), HAND_COUNT, FLAG_TTL_MS])
+            for stream in streams
+        ]
+        try:
+            replies: list[Any] = run_batch(self.client, self._arm, calls)
+        except (redis.RedisError, RedisClusterException) as exc:
+            replies = [exc] * len(streams)
+        with self._cond:
+            for stream, reply in zip(streams, replies, strict=True):
+                self._armed(stream, arms[stream], reply)
+
+    def _armed(self, stream: str, data_from: int, reply: Any) -> None:
+        armed = self._armed_from.get(stream)
+        if armed is None or armed[0] != data_from:
+            return  # woken since, and waiting again (armed again) or not at all
+        if isinstance(reply, Exception):
+            # Each waiter reads, meets the failure and handles it.
+            self._armed_from.pop(stream, None)
+            for task in self._waiters(stream):
+                self._wake(task, task.generation)
+        elif reply:
+            self._armed_from.pop(stream, None)
+            entries = script_entries(reply)
+            for task in self._waiters(stream):
+                if task.data_from == data_from:
+                    self._wake(task, task.generation, entries)
