@@ -10,10 +10,10 @@ What it implements:
   the truth after every grant).
 - ``consume()``: a generator that runs until ``stopping`` is set, yielding a
   ``runner.Wait`` after each bounded piece of work (a read, a batch) and wherever it would
-  block (no data, a pause, a stale lock): a runner (``runner.QueueThreads`` or
-  ``scheduler.QueuePool``) steps it from one thread at a time. Invoke the handler only
-  through ``invoke()`` and only while ``lock_valid()``; stop taking new messages once
-  stopping.
+  block (no data, a pause, a stale lock): a runner (``scheduler.QueuePool``,
+  ``cluster_pool.ClusterQueuePool`` or ``runner.QueueThreads``) steps it from one thread
+  at a time. Invoke the handler only through ``invoke()`` and only while
+  ``lock_valid()``; stop taking new messages once stopping.
 - ``finish()``: after ``consume()`` returns (or raised): wait for messages in progress and
   write what completed, under the fence. Nothing may be written after it returns.
 - ``commit_point()``: the committed offset as the mode sees it (reported on release).

@@ -2,19 +2,21 @@
 
 A queue worker's loop (``QueueWorker.steps``) is a generator: it does a bounded piece of
 work (a read, a batch, a flush) and then yields a ``Wait`` saying when it wants to run
-again. Two runners drive it:
+again. The runners that drive it:
 
-- ``QueueThreads``: a thread per queue, as the runtime always did: a ``Wait`` for data is
-  a blocking ``XREAD`` of that one stream (a Redis Cluster refuses one ``XREAD`` over
-  streams of different slots), any other wait an event wait that a poke ends early;
 - ``workers.ordering.scheduler.QueuePool``: a bounded pool of threads for every queue of a
-  subscription, and one reader that waits for new entries of all the idle queues at once.
+  subscription, and one reader that waits for new entries of all the idle queues at once;
+- ``workers.ordering.cluster_pool.ClusterQueuePool``: the pool on a Redis Cluster, where
+  an append wakes a waiting queue through sharded pub/sub;
+- ``QueueThreads``: a thread per queue, as the runtime did before: a ``Wait`` for data is
+  a blocking ``XREAD`` of that one stream, any other wait an event wait that a poke ends
+  early (a cluster of Redis 6, which has no sharded pub/sub).
 
 A runner steps each worker from one thread at a time, so a queue's batches never overlap;
-``poke`` (a renewal, a drop) ends the current wait early. Waking a worker early is always
-harmless: its loop checks its state again. A wait for data that ended because entries came
-hands them to the worker (the value of its ``yield``, at most ``HAND_COUNT``): the read
-that woke it is the worker's read, not one more.
+``poke`` (a renewal of a stale lock, a drop) ends the current wait early. Waking a worker
+early is always harmless: its loop checks its state again. A wait for data that ended
+because entries came hands them to the worker (the value of its ``yield``, at most
+``HAND_COUNT``): the read that woke it is the worker's read, not one more.
 """
 
 from __future__ import annotations

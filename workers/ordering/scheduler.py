@@ -10,10 +10,10 @@ queue's batches never overlap and the pool never runs a queue twice. Waits end b
   and hands it the entries read (``runner.HAND_COUNT`` at most). A queue that starts
   waiting while that read blocks would not be in it, so the reader is sent
   ``CLIENT UNBLOCK`` (once per read) to read again with it;
-- a poke (a lock renewal, a drop): at once.
+- a poke (a renewal of a stale lock, a drop): at once.
 
-One ``XREAD`` names keys of many slots, which a Redis Cluster refuses: the pool is for a
-standalone Redis (``runner.QueueThreads`` serves a cluster).
+One ``XREAD`` names keys of many slots, which a Redis Cluster refuses: the reader is for a
+standalone Redis (``cluster_pool.ClusterQueuePool`` waits otherwise on a cluster).
 """
 
 from __future__ import annotations
