@@ -15,6 +15,9 @@ from lockstep.workers.config import AfterDlq, Model, Ordering, Subscription
 from lockstep.workers.consumer import Consumer
 from lockstep.workers.handlers import import_handler
 
+# How often the main thread wakes while it waits for SIGTERM or SIGINT (run_until_signalled).
+SIGNAL_CHECK_S = 0.5
+
 
 class Output(Protocol):
     """Where the command says it started and stopped (stdout, Django's ``OutputWrapper``)."""
@@ -112,7 +115,12 @@ def run_until_signalled(consumer: Consumer, out: Output) -> None:
     for sub in consumer.subscriptions:
         out.write(f"consumer {consumer.consumer_id} consuming {sub.topic} as {sub.group}\n")
     out.flush()
-    stop.wait()
+    # The kernel may hand SIGTERM to any of the consumer's threads; Python then runs the
+    # handler only when the main thread next runs Python code, which an untimed wait
+    # does not do while it blocks (a consumer on a cluster was once found still waiting
+    # here 30 s after its SIGTERM). Hence a timed wait.
+    while not stop.wait(SIGNAL_CHECK_S):
+        pass
     consumer.stop()
     out.write("stopped\n")
     out.flush()
