@@ -56,9 +56,6 @@ PROCESSES_ENV = "BENCH_REBALANCE_PROCESSES"
 # A change not converged by then is reported as such (and the run goes on without the
 # remaining changes): a group that cannot converge must still give its figures.
 CONVERGE_TIMEOUT_S = 45.0
-# False: the queue workers are the runtime's own, stream reads included (slower, and at
-# 1,024 queues on two cores the reads starve the control loops being measured).
-REAL_QUEUE_WORKERS = False
 REPORTED_TIMINGS = (
     "rebalance_interval_s",
     "lock_renew_interval_s",
@@ -126,6 +123,7 @@ def configuration(
     cycles: int,
     processes: int = 4,
     timings_: Timings = TIMINGS,
+    real_workers: bool = True,
 ) -> dict[str, Any]:
     """Start ``consumers`` on a topic of ``queues``, converge, measure the steady state,
     then ``cycles`` times remove a quarter and add a quarter back."""
@@ -139,7 +137,7 @@ def configuration(
         group,
         processes=processes,
         timings_=timings_,
-        real_workers=REAL_QUEUE_WORKERS,
+        real_workers=real_workers,
     )
     sampler = Sampler(fleet, url, queues)
     sampler.start()
@@ -193,22 +191,47 @@ def configuration(
     }
 
 
+def what_runs(real_workers: bool) -> str:
+    workers = (
+        "its queues' real queue-ordering workers (restore, stream reads, fenced finish, "
+        "unlock) on the consumer's QueuePool: a stepping thread per queue up to "
+        "LOCKSTEP_QUEUE_THREADS and one reader doing one XREAD over every idle queue"
+        if real_workers
+        else "a thread per owned queue running the queue-ordering worker's restore / "
+        "fenced finish / unlock, waiting for its drop instead of reading"
+    )
+    return (
+        "per consumer, in one of the child processes: its own connection pool, one "
+        "SubscriptionRunner (heartbeat.lua, membership polls, AverageAllocation, lock.lua "
+        f"grants and renewals, hand-over on stop and rebalance) and {workers}; no "
+        "workers.Consumer: no event-log flusher (the event log is disabled) and no "
+        "consumer card"
+    )
+
+
 def run(
     consumers: int = 200,
     queues: int = 1024,
     repeats: int = 1,
     processes: int | None = None,
     timings_scale: float = 10.0,
+    real_workers: bool = True,
 ) -> dict[str, Any]:
-    """``timings_scale``: RocketMQ's timings divided by it (10 by default)."""
+    """``timings_scale``: RocketMQ's timings divided by it (10 by default);
+    ``real_workers``: the runtime's queue workers reading their streams on each
+    consumer's pool (else workers that wait for their drop without reading)."""
     started = time.monotonic()
     processes = processes or int(os.environ.get(PROCESSES_ENV) or 4)
     scale = timings_scale
     t = timings(scale)
     with private_redis() as url:
-        main = configuration(url, "main", consumers, queues, repeats, processes, t)
-        fewer_queues = configuration(url, "q4", consumers, queues // 4, 0, processes, t)
-        fewer_consumers = configuration(url, "c4", consumers // 4, queues, 0, processes, t)
+        main = configuration(url, "main", consumers, queues, repeats, processes, t, real_workers)
+        fewer_queues = configuration(
+            url, "q4", consumers, queues // 4, 0, processes, t, real_workers
+        )
+        fewer_consumers = configuration(
+            url, "c4", consumers // 4, queues, 0, processes, t, real_workers
+        )
     configs = [main, fewer_queues, fewer_consumers]
     changes = [c for cfg in configs for c in cfg["changes"]]
     by_source = {
@@ -228,13 +251,8 @@ def run(
         "timings_note": "RocketMQ's 20 s rebalance / 20 s renewal / 30 s client expiry / "
         f"60 s lock TTL divided by {scale:g}; poll_block_s unused by idle queue workers",
         "processes": processes,
-        "what_runs": "per consumer, in one of the child processes: its own connection pool, "
-        "one SubscriptionRunner (heartbeat.lua, membership polls, AverageAllocation, "
-        "lock.lua grants and renewals, hand-over on stop and rebalance) and a thread per "
-        "owned queue running the queue-ordering worker's restore / fenced finish / unlock; "
-        "no workers.Consumer: no event-log flusher (the event log is disabled) and no "
-        "consumer card",
-        "queue_workers": "real" if REAL_QUEUE_WORKERS else "idle (no stream reads)",
+        "what_runs": what_runs(real_workers),
+        "queue_workers": "real (reading their streams)" if real_workers else "idle (no reads)",
         "sample_interval_s": SAMPLE_S,
         "ownership_sources": ["memory", "redis_locks"],
         "double_ownership_check": "memory: every worker of every process records when it "

@@ -10,16 +10,19 @@ consumers. What runs per consumer, in its process:
 - its own Redis connection pool (``runtime_client``) and ``Broker``;
 - one ``SubscriptionRunner``: the runtime's own control loop (heartbeat.lua, membership
   polls, ``AverageAllocation``, lock.lua grants and renewals, hand-over on stop and on
-  rebalance) and one queue worker thread per owned queue;
+  rebalance) and its owned queues' workers on a ``QueuePool``, as a ``workers.Consumer``
+  runs them on a standalone Redis (a stepping thread per queue up to
+  ``LOCKSTEP_QUEUE_THREADS``, one reader doing one ``XREAD`` over the idle queues);
 - an ``EventLog`` created disabled (a null event sink: no flusher thread, nothing
   written) and no consumer card thread: a ``workers.Consumer`` starts both, the
   benchmark needs neither.
 
-The queue workers are ``IdleQueueWorker``s: the real queue-ordering worker (the same lock
-token, ``restore`` from the stored offset, fenced ``finish``, unlock on release) whose
-consume loop waits for its drop instead of polling the stream, since nothing is produced.
-A real idle worker sends an XRANGE and a blocking XREAD every ``poll_block_s`` per queue,
-no part of heartbeats, renewals or rebalance; ``real_workers=True`` keeps them.
+The queue workers are the runtime's queue-ordering workers, reading their streams
+(``RecordingWorker``). ``real_workers=False`` runs ``IdleQueueWorker``s instead: the same
+worker (lock token, ``restore`` from the stored offset, fenced ``finish``, unlock on
+release) whose consume loop waits for its drop instead of reading, a thread each (how
+the benchmark ran before issue #26, when every idle queue cost a thread and a blocking
+``XREAD`` of its own).
 
 Every worker also records when it believed it held a valid lock (each renewal: when it
 was told, and the time the renewal was sent), when it was dropped and when it stopped.
@@ -45,10 +48,11 @@ from bench.handlers import noop
 from lockstep.workers import Subscription, Timings
 from lockstep.workers.allocation import AverageAllocation
 from lockstep.workers.broker import Broker
-from lockstep.workers.config import Model, Ordering
+from lockstep.workers.config import Limits, Model, Ordering
 from lockstep.workers.events import EventLog
 from lockstep.workers.ordering import QueueOrderingWorker, WorkerEnv
 from lockstep.workers.ordering.runner import Handed, Wait
+from lockstep.workers.ordering.scheduler import QueuePool
 from lockstep.workers.outage import runtime_client
 from lockstep.workers.rebalance import SubscriptionRunner
 from lockstep.workers.refs import QueueRef
@@ -179,6 +183,7 @@ class LocalFleet:
     url: str
     sub: Subscription
     timings: Timings
+    real_workers: bool = True
     live: dict[str, Member] = field(default_factory=dict)
     gone: dict[str, Member] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -188,6 +193,7 @@ class LocalFleet:
         members: list[Member] = []
         for cid in ids:
             client = runtime_client(self.url)
+            threads = Limits.from_env().queue_threads
             env = WorkerEnv(
                 self.sub,
                 Broker(client),
@@ -196,6 +202,7 @@ class LocalFleet:
                 cid,
                 noop,
                 self.sub.group,
+                runner=QueuePool(client, threads, cid) if self.real_workers else None,
             )
             members.append(Member(cid, SubscriptionRunner(env), client))
         for member in members:
@@ -280,7 +287,7 @@ def serve(
     # The runtime makes a queue's worker through ``workers.rebalance.worker_for``: this
     # process runs only the benchmark's consumers.
     lockstep.workers.rebalance.worker_for = cls
-    fleet = LocalFleet(url, sub, timings_)
+    fleet = LocalFleet(url, sub, timings_, real_workers)
     threading.Thread(target=_serve_probe, args=(probe, fleet), daemon=True).start()
     ctl.send("ready")
     with counting_outages() as outages:
@@ -341,11 +348,12 @@ class Fleet:
         *,
         processes: int = 4,
         timings_: Timings = TIMINGS,
-        real_workers: bool = False,
+        real_workers: bool = True,
     ) -> None:
         self.url = url
         self.label = label
         self.timings = timings_
+        self.real_workers = real_workers
         self.sub = Subscription(
             topic, group, HANDLER, model=Model.CLUSTERING, ordering=Ordering.QUEUE
         )

@@ -22,6 +22,7 @@ from bench.rebalance_fleet import TIMINGS
 from bench.rebalance_sampler import Sampler
 from lockstep.workers import Timings
 from lockstep.workers.broker import LOCK_KEYS_PER_CALL
+from lockstep.workers.ordering.scheduler import READ_BLOCK_S
 from lockstep.workers.scripts import source
 
 # The scripts a converged, idle group runs: lock renewals and heartbeats.
@@ -96,7 +97,9 @@ def steady_state(
         "cmds_per_s_with_script_inner": round(sum(rates.values()), 1),
         "cmds_per_s_by_command": rates,
         "script_inner_commands": sorted(inner & set(rates)),
-        "model_cmds_per_s": round(model_rate(consumers, queues, sampler.fleet.timings), 1),
+        "model_cmds_per_s": round(
+            model_rate(consumers, queues, sampler.fleet.timings, sampler.fleet.real_workers), 1
+        ),
         "cmds_per_s_per_queue": round(total / queues, 2),
         **net,
         "redis_cpu_cores": round((cpu_after - cpu_before) / elapsed, 3),
@@ -117,16 +120,21 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def model_rate(consumers: int, queues: int, t: Timings = TIMINGS) -> float:
-    """What the benchmark's consumers (``IdleQueueWorker``s: no stream reads; no consumer
-    card) are built to send when idle: per consumer a heartbeat script every membership
-    poll, and every renew interval its renewal calls (``lock.lua`` over up to
-    ``LOCK_KEYS_PER_CALL`` queues a call on a standalone Redis) after the SCRIPT EXISTS
-    redis-py sends ahead of every pipeline of scripts. A ``workers.Consumer`` adds its
-    card (SET + SADD) every heartbeat interval."""
+def model_rate(
+    consumers: int, queues: int, t: Timings = TIMINGS, real_workers: bool = True
+) -> float:
+    """What the benchmark's consumers (no consumer card) are built to send when idle: per
+    consumer a heartbeat script every membership poll, every renew interval its renewal
+    calls (``lock.lua`` over up to ``LOCK_KEYS_PER_CALL`` queues a call on a standalone
+    Redis) after the SCRIPT EXISTS redis-py sends ahead of every pipeline of scripts, and
+    with real workers its pool's one ``XREAD`` over every idle queue per
+    ``READ_BLOCK_S``, however many queues it owns. A ``workers.Consumer`` adds its card
+    (SET + SADD) every heartbeat interval."""
     held = math.ceil(queues / max(1, consumers))
     calls = math.ceil(held / LOCK_KEYS_PER_CALL)
     per_consumer = 1 / t.membership_poll_s + (1 + calls) / t.lock_renew_interval_s
+    if real_workers:
+        per_consumer += 1 / READ_BLOCK_S
     return consumers * per_consumer
 
 

@@ -17,7 +17,7 @@ from typing import Any, cast
 
 import redis
 
-from lockstep.workers import keys
+from lockstep.workers import Consumer, Subscription, keys
 from lockstep.workers.config import Timings
 from lockstep.workers.events import read_all_events
 from lockstep.workers.refs import QueueRef
@@ -54,6 +54,13 @@ FAST_ENV = {
     "LOCKSTEP_POLL_BLOCK": str(FAST.poll_block_s),
     "LOCKSTEP_EVENT_FLUSH_INTERVAL": str(FAST.event_flush_interval_s),
 }
+
+
+def recording_consumer(url: str, topic: str, group: str, consumer_id: str = "c1") -> Consumer:
+    """A consumer (not started) of ``topic`` for ``group`` on ``FAST`` timings whose
+    handler records what it handles (``handled``)."""
+    sub = Subscription(topic=topic, group=group, handler=RECORD_HANDLER)
+    return Consumer(url, [sub], timings=FAST, consumer_id=consumer_id)
 
 
 def body(seq: int, **flags: Any) -> bytes:

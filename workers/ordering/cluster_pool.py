@@ -246,7 +246,7 @@ class ClusterQueuePool(QueuePool):
             stream = wake_stream(channel)
             self._armed_from.pop(stream, None)
             for task in self._waiters(stream):
-                self._wake(task, task.generation)
+                self._wake(task, task.generation, data=True)
 
     def confirmed(self, listener: _Listener, channel: str) -> None:
         with self._cond:

@@ -1,8 +1,9 @@
 """Every owned queue of a subscription on a bounded pool of threads (docs/reading.md).
 
-``QueuePool`` steps the queue workers' loops (``runner.Wait``) on ``threads`` threads:
-a worker is in exactly one place at a time (ready, running, waiting, done), so one
-queue's batches never overlap and the pool never runs a queue twice. Waits end by:
+``QueuePool`` steps the queue workers' loops (``runner.Wait``) on at most ``threads``
+threads, started as the ready queues need them: a worker is in exactly one place at a
+time (ready, running, waiting, done), so one queue's batches never overlap and the pool
+never runs a queue twice. Waits end by:
 
 - time: a heap of deadlines, checked by the pool threads while they wait for work;
 - data: one reader thread sends one ``XREAD BLOCK`` over the streams of every queue
@@ -43,6 +44,11 @@ READ_BLOCK_S = 1.0
 # The reader's pause between reads (see _read_forever): at most this much is added to a
 # wake-up, and it bounds the reads to a few hundred a second however busy the queues are.
 READ_LINGER_S = 0.005
+# The pool starts a stepping thread at most this often (``QueuePool._grow``): a pool grows
+# to the concurrency its queues use, so a consumer whose few queues are mostly idle keeps
+# a thread or two (a process running many consumers, as the rebalance benchmark does,
+# would otherwise start every consumer's threads in the same moment).
+GROW_EVERY_S = 0.01
 # After a failed read (Redis away), the reader tries again this often.
 READ_RETRY_S = 0.2
 # CLIENT UNBLOCK sent before the read reached Redis answers 0: retried this often, this
@@ -61,6 +67,7 @@ class QueueTask:
     generation: int = 0
     data_from: int | None = None
     handed: Handed = None  # what the reader read for it: sent to its next step
+    busy: bool = False  # made ready with messages to handle (QueuePool._push_ready)
 
 
 @dataclass(order=True)
@@ -72,7 +79,7 @@ class _Timer:
 
 
 class QueuePool:
-    """The runner of a subscription's queues on a standalone Redis: ``threads`` stepping
+    """The runner of a subscription's queues on a standalone Redis: up to ``threads`` stepping
     threads and one reader (module docstring)."""
 
     def __init__(self, client: redis.Redis, threads: int, name: str) -> None:
@@ -93,17 +100,20 @@ class QueuePool:
         self._cycle = 0  # the reader's reads, counted
         self._reader_id: int | None = None
         self._stopped = False
-        self._started = False
+        self._stepping = 0  # stepping threads started, up to ``threads``
+        self._idle = 0  # stepping threads waiting for a task
+        self._grown_at = 0.0  # when the last stepping thread was started
+        self._running_busy = 0  # stepping threads running a busy task's step
         self._reader_client: redis.Redis | None = None
 
     # -- the runner interface ----------------------------------------------------------
     def start(self, worker: Steppable) -> None:
         with self._cond:
-            self._start_threads()
+            if self._stepping == 0:
+                self._start_reader()
             task = QueueTask(worker, worker.steps(), keys.stream(worker.ref))
             self._tasks[id(worker)] = task
-            self._ready.append(task)
-            self._cond.notify()
+            self._push_ready(task, busy=False)
 
     def poke(self, worker: Steppable) -> None:
         with self._cond:
@@ -125,14 +135,33 @@ class QueuePool:
         self._unblock_reader(self._cycle)
 
     # -- threads -----------------------------------------------------------------------
-    def _start_threads(self) -> None:
-        if self._started:
+    def _push_ready(self, task: QueueTask, *, busy: bool) -> None:
+        """Queue ``task`` to be stepped (under the lock). ``busy``: it has messages to
+        handle (entries came, or it yielded after a batch). Busy tasks grow the pool
+        (``_grow``); the one-off steps of queues starting, stopping or woken early do
+        only when every thread is taken by a busy one (a hand-over must not wait behind
+        long handlers), so a process whose queues are mostly idle keeps a thread or two."""
+        task.state = READY
+        task.busy = busy
+        self._ready.append(task)
+        self._cond.notify()
+        if busy or self._running_busy >= self._stepping:
+            self._grow()
+
+    def _grow(self) -> None:
+        """Start a stepping thread if tasks wait that no idle thread will take, at most
+        one per ``GROW_EVERY_S`` (under the lock). Busy queues bring the pool to
+        ``threads`` within ``threads * GROW_EVERY_S``; a thread that takes a busy task
+        checks again."""
+        if len(self._ready) <= self._idle or self._stepping >= self.threads:
             return
-        self._started = True
-        for n in range(self.threads):
-            name = f"lockstep-{self.name}-{n}"
-            threading.Thread(target=self._step_forever, name=name, daemon=True).start()
-        self._start_reader()
+        now = time.monotonic()
+        if self._stepping and now - self._grown_at < GROW_EVERY_S:
+            return
+        self._grown_at = now
+        name = f"lockstep-{self.name}-{self._stepping}"
+        self._stepping += 1
+        threading.Thread(target=self._step_forever, name=name, daemon=True).start()
 
     def _start_reader(self) -> None:
         pool = self.client.connection_pool
@@ -169,6 +198,7 @@ class QueuePool:
                 self._finish(task)
                 continue
             with self._cond:
+                self._step_ended(task)
                 unblock = self._park(task, wait)
             if unblock:
                 self._unblock_reader(unblock)
@@ -180,15 +210,23 @@ class QueuePool:
                 if self._ready:
                     task = self._ready.popleft()
                     task.state = RUNNING
+                    if task.busy:
+                        self._running_busy += 1
+                        self._grow()
                     return task
                 if self.ending():
                     return None
                 timeout = self._timers[0].deadline - time.monotonic() if self._timers else None
-                self._cond.wait(timeout if timeout is None else max(0.0, timeout))
+                self._idle += 1
+                try:
+                    self._cond.wait(timeout if timeout is None else max(0.0, timeout))
+                finally:
+                    self._idle -= 1
 
     def _finish(self, task: QueueTask) -> None:
         task.steps.close()
         with self._cond:
+            self._step_ended(task)
             task.state = DONE
             self._stop_waiting_data(task)
             if self._tasks.get(id(task.worker)) is task:
@@ -196,6 +234,11 @@ class QueuePool:
             self._task_done(task)
             self._cond.notify_all()
         task.worker.stepped_out()
+
+    def _step_ended(self, task: QueueTask) -> None:
+        if task.busy:
+            task.busy = False
+            self._running_busy -= 1
 
     def _task_done(self, task: QueueTask) -> None:
         """A worker stepped out (under the lock): what a subclass keeps for it can go."""
@@ -205,10 +248,8 @@ class QueuePool:
         """Put ``task`` where ``wait`` says; returns the reader's read to unblock (its
         cycle number) when the task joins the waiters of data during it, else 0."""
         if task.poked or (wait.seconds == 0 and wait.data_from is None):
+            self._push_ready(task, busy=not task.poked)
             task.poked = False
-            task.state = READY
-            self._ready.append(task)
-            self._cond.notify()
             return 0
         task.state = WAITING
         task.generation += 1
@@ -225,15 +266,17 @@ class QueuePool:
                 return self._cycle
         return 0
 
-    def _wake(self, task: QueueTask, generation: int, handed: Handed = None) -> None:
+    def _wake(
+        self, task: QueueTask, generation: int, handed: Handed = None, *, data: bool = False
+    ) -> None:
+        """Make a waiting ``task`` ready; ``data``: entries came for it (``handed``, or
+        a wake-up that says so)."""
         if task.state != WAITING or task.generation != generation:
             return  # woken already, by something else
-        task.state = READY
         task.generation += 1
         task.handed = handed
         self._stop_waiting_data(task)
-        self._ready.append(task)
-        self._cond.notify()
+        self._push_ready(task, busy=data or handed is not None)
 
     def _stop_waiting_data(self, task: QueueTask) -> None:
         waiting = self._waiting_data.get(task.stream)

@@ -107,6 +107,13 @@ class Command(BaseCommand):
             "(BENCH_REBALANCE_PROCESSES, else 4)",
         )
         parser.add_argument(
+            "--idle-workers",
+            action="store_true",
+            help="rebalance: queue workers that wait for their drop without reading, a "
+            "thread each (before issue #26); by default the real workers read their "
+            "streams on each consumer's pool",
+        )
+        parser.add_argument(
             "--cluster",
             action="store_true",
             help="manyqueues: on a private local Redis Cluster of 3 masters (figures per node)",
@@ -211,7 +218,13 @@ def _rebalance(options: dict[str, Any]) -> dict[str, Any]:
     processes = options["processes"]
     if processes is not None and processes < 1:
         raise CommandError("--processes must be at least 1")
-    return rebalance.run(consumers, queues, options["repeats"] or 1, processes)
+    return rebalance.run(
+        consumers,
+        queues,
+        options["repeats"] or 1,
+        processes,
+        real_workers=not options["idle_workers"],
+    )
 
 
 def _analytics(options: dict[str, Any]) -> dict[str, Any]:

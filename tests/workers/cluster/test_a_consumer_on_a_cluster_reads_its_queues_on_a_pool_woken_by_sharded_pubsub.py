@@ -14,13 +14,13 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from lockstep.workers import Consumer, Producer, Subscription, create_topic, keys
-from lockstep.workers.connection import cluster_of
+from lockstep.workers import Consumer, Producer, create_topic, keys
+from lockstep.workers.connection import cluster_of, get_each
 from lockstep.workers.hashing import queue_for_key
 from lockstep.workers.ordering.cluster_pool import REARM_S
 from lockstep.workers.refs import QueueRef
 from tests.support import wait_until
-from tests.workers.harness import FAST, RECORD_HANDLER, body, handled
+from tests.workers.harness import body, handled, recording_consumer
 
 pytestmark = [pytest.mark.slow, pytest.mark.on_cluster(only=True)]
 
@@ -34,7 +34,8 @@ def _key_of(queue: int) -> str:
 
 
 def _armed(client: redis.Redis, queues: range) -> bool:
-    return all(client.exists(keys.wake(QueueRef(TOPIC, q))) for q in queues)
+    flags = get_each(client, [keys.wake(QueueRef(TOPIC, q)) for q in queues])
+    return all(flag is not None for flag in flags)
 
 
 def _handled_at(client: redis.Redis, seq: int) -> set[int]:
@@ -48,12 +49,7 @@ def _thread_names() -> list[str]:
 @pytest.fixture
 def consumer(redis_client: redis.Redis, redis_url: str) -> Iterator[Consumer]:
     create_topic(redis_client, TOPIC, QUEUES)
-    consumer = Consumer(
-        redis_url,
-        [Subscription(topic=TOPIC, group=GROUP, handler=RECORD_HANDLER)],
-        timings=FAST,
-        consumer_id="c1",
-    )
+    consumer = recording_consumer(redis_url, TOPIC, GROUP)
     consumer.start()
     try:
         runner = consumer.runners[0]

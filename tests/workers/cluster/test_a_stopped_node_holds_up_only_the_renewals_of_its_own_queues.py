@@ -14,14 +14,14 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from lockstep.workers import Consumer, Producer, Subscription, create_topic, keys
+from lockstep.workers import Producer, create_topic, keys
 from lockstep.workers.connection import cluster_of
 from lockstep.workers.hashing import queue_for_key
 from lockstep.workers.ordering import QueueWorker
 from lockstep.workers.refs import QueueRef
 from tests.support import LocalCluster, redis_cluster, wait_until
 from tests.workers.handlers import HANDLED
-from tests.workers.harness import FAST, RECORD_HANDLER, body, handled
+from tests.workers.harness import FAST, body, handled, recording_consumer
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
@@ -86,12 +86,7 @@ def test_the_other_nodes_queues_are_renewed_and_consumed_while_one_master_is_fro
     private_cluster: LocalCluster, redis_client: redis.Redis, redis_url: str
 ) -> None:
     create_topic(redis_client, TOPIC, QUEUES)
-    consumer = Consumer(
-        redis_url,
-        [Subscription(topic=TOPIC, group=GROUP, handler=RECORD_HANDLER)],
-        timings=FAST,
-        consumer_id="c1",
-    )
+    consumer = recording_consumer(redis_url, TOPIC, GROUP)
     producer = Producer(redis_url)
     frozen_port = _frozen_port(redis_client, "c1")
     ports = _queue_ports(redis_client)
