@@ -7,8 +7,8 @@ For each ordering (queue ordering with a no-op handler; key ordering with 16 lan
 them all. Then, in that process:
 
 - ``threads``: its thread count (``/proc/<pid>/status``), settled and idle;
-- ``redis_connections``: the clients ``CLIENT LIST`` shows other than the harness's own
-  (named ``HARNESS``; the private server has no other client);
+- ``redis_connections``: the consumer's connections in ``CLIENT LIST`` (a consumer names
+  them after itself, ``outage.connection_name``);
 - ``idle_commands_per_s``: commands Redis processed (``INFO stats``) while every queue
   was idle for ``idle_s`` seconds, the harness's two ``INFO`` calls left out;
 - ``wakeup_p50_ms`` / ``wakeup_p99_ms``: a message sent to a random idle queue until its
@@ -38,6 +38,7 @@ from bench.local_cluster import redis_cluster
 from lockstep.workers import keys
 from lockstep.workers.connection import cluster_of, connect
 from lockstep.workers.inspect import topic_state
+from lockstep.workers.outage import connection_name
 from lockstep.workers.redis_types import as_bytes
 from lockstep.workers.refs import QueueRef
 from lockstep.workers.scripts import script
@@ -227,9 +228,11 @@ def _threads(pid: int) -> int:
 
 def _connections(client: redis.Redis) -> int:
     """The consumer's connections to the server (on a cluster: to the node it holds most
-    to)."""
+    to), by their name."""
+    prefix = connection_name("")
     return max(
-        sum(1 for c in node.client_list() if c.get("name") != HARNESS) for node in _nodes(client)
+        sum(1 for c in node.client_list() if str(c.get("name", "")).startswith(prefix))
+        for node in _nodes(client)
     )
 
 

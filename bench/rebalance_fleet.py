@@ -192,7 +192,7 @@ class LocalFleet:
         """Build every consumer first, then start them one right after the other."""
         members: list[Member] = []
         for cid in ids:
-            client = runtime_client(self.url)
+            client = runtime_client(self.url, consumer_id=cid)
             threads = Limits.from_env().queue_threads
             env = WorkerEnv(
                 self.sub,

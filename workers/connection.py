@@ -14,14 +14,14 @@ MULTI, single-slot scripts, single-key commands).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis.client import Pipeline
 from redis.cluster import RedisCluster
-from redis.exceptions import RedisClusterException
+from redis.exceptions import AskError, RedisClusterException
 
 from lockstep.workers.env import env_bool
 from lockstep.workers.errors import ConfigurationError
@@ -100,6 +100,40 @@ def get_each(client: redis.Redis, names: Sequence[str]) -> list[bytes | None]:
     for name in names:
         pipe.get(name)
     return cast(list[bytes | None], pipe.execute())
+
+
+# A command for ``execute_per_node``: its key, and a call that sends it to what it is
+# given (a pipeline, which queues it, or a client, which runs it).
+Keyed = tuple[str, Callable[[Any], object]]
+
+
+def execute_per_node(client: redis.Redis, commands: Sequence[Keyed]) -> None:
+    """Run ``commands`` without MULTI: one pipeline on a standalone server; on a cluster
+    one pipeline per node serving their keys, the nodes one after the other in the order
+    of their first command, each node's connection given back before the next is taken.
+    The cluster client's own pipeline holds a connection of every node it spans until
+    all have answered: with bounded pools (``outage.runtime_client``) two such pipelines
+    could each hold what the other waits for (docs/reading.md, "Connections"). A
+    command whose slot moved is sent again through the cluster client, which follows
+    the redirection; any other error is raised once its node's pipeline has run."""
+    if cluster_of(client) is None:
+        pipe = client.pipeline(transaction=False)
+        for _, send in commands:
+            send(pipe)
+        pipe.execute()
+        return
+    by_node: dict[redis.Redis, list[Callable[[Any], object]]] = {}
+    for key, send in commands:
+        by_node.setdefault(node_client(client, key), []).append(send)
+    for node, sends in by_node.items():
+        pipe = node.pipeline(transaction=False)
+        for send in sends:
+            send(pipe)
+        for send, reply in zip(sends, execute_on_node(client, pipe), strict=True):
+            if isinstance(reply, AskError):  # MovedError is an AskError
+                send(client)
+            elif isinstance(reply, Exception):
+                raise reply
 
 
 def refresh_layout(cluster: RedisCluster) -> None:

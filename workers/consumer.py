@@ -18,7 +18,7 @@ from lockstep.workers import keys
 from lockstep.workers.broker import Broker
 from lockstep.workers.cards import ConsumerCard, SubscriptionCard
 from lockstep.workers.config import Limits, Model, Ordering, Subscription, Timings
-from lockstep.workers.connection import cluster_of, has_sharded_pubsub
+from lockstep.workers.connection import cluster_of, execute_per_node, has_sharded_pubsub
 from lockstep.workers.errors import LockstepError
 from lockstep.workers.events import EventLog, default_consumer_id
 from lockstep.workers.handler_log import HandlerLog
@@ -55,7 +55,10 @@ class Consumer:
     ) -> None:
         self.timings = (timings or Timings.from_env()).validate()
         limits = limits or Limits.from_env()
-        self.client = runtime_client(redis_url)
+        self.consumer_id = consumer_id or default_consumer_id()
+        self.client = runtime_client(
+            redis_url, connections=limits.redis_connections, consumer_id=self.consumer_id
+        )
         self.broker = Broker(self.client)
         self.events = EventLog(
             self.client,
@@ -64,7 +67,6 @@ class Consumer:
             maxlen=limits.events_maxlen,
             commit_event_interval=self.timings.commit_event_interval_s,
         )
-        self.consumer_id = consumer_id or default_consumer_id()
         self.subscriptions = list(subscriptions)
         self._handlers = handlers or {}
         self.handler_log = HandlerLog(self.timings.handler_log_interval_s)
@@ -133,10 +135,14 @@ class Consumer:
         self.events.emit(ev.CONSUMER_STOPPED, consumer=self.consumer_id)
         self.events.stop()
         try:
-            pipe = self.client.pipeline(transaction=False)
-            pipe.delete(keys.consumer_info(self.consumer_id))
-            pipe.srem(keys.CONSUMERS, self.consumer_id)
-            pipe.execute()
+            card, cid = keys.consumer_info(self.consumer_id), self.consumer_id
+            execute_per_node(
+                self.client,
+                [
+                    (card, lambda to: to.delete(card)),
+                    (keys.CONSUMERS, lambda to: to.srem(keys.CONSUMERS, cid)),
+                ],
+            )
         except REDIS_DOWN as exc:
             redis_outage.failed(exc, f"consumer {self.consumer_id} stopping")
         self.client.close()
@@ -233,7 +239,11 @@ class Consumer:
         info = self._info()
         # The card outlives a missed refresh but disappears soon after its process dies.
         ttl = max(5, int(self.timings.heartbeat_timeout_s * 2))
-        pipe = self.client.pipeline(transaction=False)
-        pipe.set(keys.consumer_info(self.consumer_id), json.dumps(info), ex=ttl)
-        pipe.sadd(keys.CONSUMERS, self.consumer_id)
-        pipe.execute()
+        card, cid, text = keys.consumer_info(self.consumer_id), self.consumer_id, json.dumps(info)
+        execute_per_node(
+            self.client,
+            [
+                (card, lambda to: to.set(card, text, ex=ttl)),
+                (keys.CONSUMERS, lambda to: to.sadd(keys.CONSUMERS, cid)),
+            ],
+        )

@@ -10,17 +10,19 @@ every event of one queue is in one stream, in the order written; an event that n
 queue goes by its topic (a group's ``rebalance``), or by its consumer when it names no
 topic either (``consumer_started``/``consumer_stopped``). Events of different queues are
 in no defined order relative to each other. Every write of a shard also adds the shard's
-name to the set ``ls:events:streams`` (in the same pipeline), so readers find every shard
+name to the set ``ls:events:streams``, before the entries, so readers find every shard
 ever written even when their own setting differs (``event_streams``). Writes are single
--key commands in a non-transactional pipeline: never a cross-slot command.
+-key commands in a non-transactional pipeline (on a cluster one per node, the set's
+first: ``connection.execute_per_node``): never a cross-slot command.
 
 Events are buffered for at most ``flush_interval`` and written with one pipelined round
-trip, so the event log costs the consume loop almost nothing. Offset commits are recorded
-as at most one ``offset_committed`` event per (queue, group) per commit-event interval
-(``LOCKSTEP_COMMIT_EVENT_INTERVAL``), carrying ``from_offset``, ``offset`` and
-``commits``: no movement of an offset is lost, only the intermediate steps. A process
-killed with SIGKILL loses at most the last ``flush_interval`` of events and the commits
-still pending in their interval (never offsets: those are in Redis).
+trip (one per node on a cluster), so the event log costs the consume loop almost nothing.
+Offset commits are recorded as at most one ``offset_committed`` event per (queue, group)
+per commit-event interval (``LOCKSTEP_COMMIT_EVENT_INTERVAL``), carrying
+``from_offset``, ``offset`` and ``commits``: no movement of an offset is lost, only the
+intermediate steps. A process killed with SIGKILL loses at most the last
+``flush_interval`` of events and the commits still pending in their interval (never
+offsets: those are in Redis).
 """
 
 from __future__ import annotations
@@ -34,12 +36,14 @@ import time
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import redis
 
 from lockstep.workers import keys
 from lockstep.workers.config import commit_event_interval_from_env
+from lockstep.workers.connection import Keyed, execute_per_node
 from lockstep.workers.env import env_int
 from lockstep.workers.outage import REDIS_DOWN, redis_outage
 from lockstep.workers.redis_types import Entry, entries
@@ -165,13 +169,21 @@ def stream_of(event: Event, shards: int) -> str:
     return keys.EVENTS if shards <= 1 else keys.event_shard(shard_of(event, shards))
 
 
+def _register_shards(streams: list[str], to: Any) -> object:
+    return to.sadd(keys.EVENT_STREAMS, *streams)
+
+
+def _add_event(stream: str, fields: dict[str, Any], maxlen: int, to: Any) -> object:
+    return to.xadd(stream, fields, maxlen=maxlen, approximate=True)
+
+
 def append(
     client: redis.Redis,
     events: Iterable[Event],
     maxlen: int = 1_000_000,
     shards: int | None = None,
 ) -> int:
-    """Append events to the event log now, in one pipelined round trip (for writers outside
+    """Append events to the event log now, in one pipelined round trip per node (for writers outside
     a consumer process: beat tasks, operator actions). Each stream is capped at ``maxlen``
     (approximately). ``shards`` None: ``LOCKSTEP_EVENT_SHARDS``. Returns how many were
     written."""
@@ -179,13 +191,13 @@ def append(
     batch = [(stream_of(event, shards), event) for event in events]
     if not batch:
         return 0
-    pipe = client.pipeline(transaction=False)  # split per node on a cluster; no MULTI
+    commands: list[Keyed] = []
     used = sorted({stream for stream, _ in batch} - {keys.EVENTS})
     if used:  # registered before the entries, so a reader never misses a written shard
-        pipe.sadd(keys.EVENT_STREAMS, *used)
+        commands.append((keys.EVENT_STREAMS, partial(_register_shards, used)))
     for stream, event in batch:
-        pipe.xadd(stream, event.fields(), maxlen=maxlen, approximate=True)
-    pipe.execute()
+        commands.append((stream, partial(_add_event, stream, event.fields(), maxlen)))
+    execute_per_node(client, commands)  # the SADD's node first
     return len(batch)
 
 

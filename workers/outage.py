@@ -14,6 +14,7 @@ see docs/semantics.md, "Redis outages".
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from typing import Any
@@ -24,7 +25,7 @@ from redis.exceptions import ClusterDownError, MasterDownError, ReadOnlyError
 from redis.retry import Retry
 
 from lockstep.workers.config import Limits
-from lockstep.workers.connection import connect, is_cluster
+from lockstep.workers.connection import connect
 
 log = logging.getLogger("lockstep.workers.outage")
 
@@ -101,19 +102,36 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
-def runtime_client(url: str) -> redis.Redis:
+def connection_name(consumer_id: str) -> str:
+    """The name of a consumer's Redis connections: ``lockstep:`` and its id, with what
+    ``CLIENT SETNAME`` refuses (spaces, newlines, anything outside printable ASCII) as
+    ``_``."""
+    return "lockstep:" + re.sub(r"[^!-~]", "_", consumer_id)
+
+
+def runtime_client(
+    url: str, *, connections: int | None = None, consumer_id: str | None = None
+) -> redis.Redis:
     """The runtime's Redis client. One immediate retry of a failed command reconnects a
     pooled connection that a Redis restart left dead; more retries (redis-py's default
     retries ten times with back-off) would only stretch an outage into every call and
-    could run a non-idempotent script twice after a lost reply. On a standalone Redis its
-    threads share ``LOCKSTEP_REDIS_CONNECTIONS`` connections, waited for when all are in
-    use (docs/reading.md); on a Redis Cluster the client is the cluster client
-    (``workers.connection``), whose queue threads each block in a read of their own."""
-    options: dict[str, Any] = {}
-    if not is_cluster(url):
-        options["connection_pool_class"] = redis.BlockingConnectionPool
-        options["max_connections"] = Limits.from_env().redis_connections
-        options["timeout"] = None  # no thread holds one while it waits for another
+    could run a non-idempotent script twice after a lost reply. Its threads share
+    ``LOCKSTEP_REDIS_CONNECTIONS`` connections to a standalone Redis, or to each node of
+    a Redis Cluster (the cluster client, ``workers.connection``), waited for when all are
+    in use (docs/reading.md). No thread holds one while it waits for another: nothing
+    blocks in a read on them, and a pipeline spanning nodes goes node by node
+    (``connection.execute_per_node``), never through the cluster client's pipeline.
+
+    ``connections``: that count instead of ``LOCKSTEP_REDIS_CONNECTIONS``. ``consumer_id``:
+    every connection is named after it (``CLIENT SETNAME``, ``connection_name``), so
+    ``CLIENT LIST`` shows which consumer holds what."""
+    options: dict[str, Any] = {
+        "connection_pool_class": redis.BlockingConnectionPool,
+        "max_connections": connections or Limits.from_env().redis_connections,
+        "timeout": None,
+    }
+    if consumer_id is not None:
+        options["client_name"] = connection_name(consumer_id)
     return connect(
         url,
         health_check_interval=30,

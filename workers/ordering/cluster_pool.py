@@ -76,7 +76,17 @@ class _Listener(threading.Thread):
         super().__init__(name=f"lockstep-{pool.name}-listen-{node}", daemon=True)
         self.pool = pool
         self.node = node
-        self._pubsub = client.pubsub()
+        # A connection of its own, outside the node's pool, which is bounded: the
+        # subscriptions hold theirs for as long as the listener runs.
+        node_pool = client.connection_pool
+        self._client = redis.Redis(
+            connection_pool=redis.ConnectionPool(
+                connection_class=node_pool.connection_class,
+                max_connections=1,
+                **node_pool.connection_kwargs,
+            )
+        )
+        self._pubsub = self._client.pubsub()
         self._requests: deque[tuple[bool, str]] = deque()  # (subscribe?, channel)
         self._connected = False
 
@@ -96,6 +106,8 @@ class _Listener(threading.Thread):
         finally:
             with contextlib.suppress(Exception):
                 self._pubsub.close()
+            with contextlib.suppress(Exception):
+                self._client.close()
             self.pool.listener_gone(self, failure)
 
     def _apply_requests(self) -> None:
