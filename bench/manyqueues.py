@@ -17,6 +17,8 @@ them all. Then, in that process:
 - ``busy_msgs_per_s``: every queue fed (``busy_messages`` spread over all N), no-op,
   from the handler's first completion to its last; ``busy_msgs_per_s_8_queues``: the
   same messages through a fresh process owning 8 queues, in the same run;
+- ``redis_connections_busy``: the most of its connections seen while it was busy (checked
+  every 0.1 s);
 - ``rss_mb``: the process's resident memory once busy.
 """
 
@@ -143,7 +145,11 @@ def _case(
         latencies = _wakeups(client, topic, queues, wakeups, consumer)
         out["wakeup_p50_ms"] = round(statistics.median(latencies), 2)
         out["wakeup_p99_ms"] = round(_percentile(latencies, 0.99), 2)
-        out["busy_msgs_per_s"] = _busy(client, topic, group, queues, busy_messages, consumer)
+        most: list[int] = []
+        out["busy_msgs_per_s"] = _busy(
+            client, topic, group, queues, busy_messages, consumer, most.append
+        )
+        out["redis_connections_busy"] = max(most, default=0)
         out["rss_mb"] = consumer.peak_rss_mb
         out["threads_busy"] = _threads(consumer.proc.pid)
     finally:
@@ -161,7 +167,8 @@ def _small(url: str, name: str, args: list[str], messages: int, settle_timeout: 
     topic, group = f"few-{name}", f"bench-few-{name}"
     consumer = _owner(url, topic, group, SMALL_QUEUES, args, messages, settle_timeout)
     try:
-        return _busy(client, topic, group, SMALL_QUEUES, messages, consumer)
+        # Its connections are counted too (and dropped), so both runs are measured alike.
+        return _busy(client, topic, group, SMALL_QUEUES, messages, consumer, lambda _: None)
     finally:
         consumer.stop()
 
@@ -281,13 +288,20 @@ def _busy(
     queues: int,
     messages: int,
     consumer: ConsumerProcess,
+    connections: Callable[[int], object],
     timeout: float = 300.0,
 ) -> float:
     """Messages per second over every queue, from the handler's first completion of the
-    load to its last."""
+    load to its last; the consumer's connections (``_connections``) are passed to
+    ``connections`` at every check meanwhile."""
     client.delete(stats_key(topic, group))
     load_topic(client, topic, queues, messages, key_count=KEY_COUNT)
-    _until(lambda: _finished(client, topic, group), consumer, timeout)
+
+    def finished() -> bool:
+        connections(_connections(client))
+        return _finished(client, topic, group)
+
+    _until(finished, consumer, timeout)
     raw = {
         as_bytes(k).decode(): as_bytes(v).decode()
         for k, v in client.hgetall(stats_key(topic, group)).items()

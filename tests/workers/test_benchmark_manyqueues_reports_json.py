@@ -19,6 +19,7 @@ FIGURES = {
     "owned_after_s",
     "threads",
     "redis_connections",
+    "redis_connections_busy",
     "idle_commands_per_s",
     "wakeup_p50_ms",
     "wakeup_p99_ms",
@@ -43,6 +44,7 @@ def test_it_prints_each_orderings_figures_for_one_process_owning_every_queue() -
         figures = result[ordering]
         assert set(figures) == FIGURES, ordering
         assert figures["threads"] >= 2 and figures["redis_connections"] >= 1
+        assert figures["redis_connections_busy"] >= 1
         assert figures["idle_commands_per_s"] > 0
         assert 0 < figures["wakeup_p50_ms"] <= figures["wakeup_p99_ms"]
         assert figures["busy_msgs_per_s"] > 0 and figures["busy_msgs_per_s_8_queues"] > 0

@@ -33,6 +33,7 @@ from typing import Any
 import redis
 from redis.exceptions import RedisClusterException
 
+from lockstep.workers import keys
 from lockstep.workers.connection import cluster_of, refresh_layout
 from lockstep.workers.ordering.runner import HAND_COUNT, Wait, after_offset
 from lockstep.workers.ordering.scheduler import WAITING, QueuePool, QueueTask
@@ -56,16 +57,6 @@ LISTEN_POLL_S = 0.05
 ARM_LINGER_S = 0.002
 # After a listener failed (its node unreachable), a new one for that node waits this long.
 RELISTEN_DELAY_S = 0.5
-
-
-def wake_channel(stream: str) -> str:
-    """The queue's wake flag and shard channel (``keys.wake``), from its stream's key."""
-    return stream.removesuffix(":log") + ":wake"
-
-
-def wake_stream(channel: str) -> str:
-    """The queue's stream, from its wake channel."""
-    return channel.removesuffix(":wake") + ":log"
 
 
 class _Listener(threading.Thread):
@@ -183,15 +174,27 @@ class ClusterQueuePool(QueuePool):
         # when: a queue that waits again for that offset within REARM_S is armed still.
         self._armed_from: dict[str, tuple[int, float]] = {}
         self._failed_at: dict[str, float] = {}  # node -> when its last listener failed
+        # A queue's wake flag, which is also its shard channel (``keys.wake``), and back;
+        # and how many tasks read each stream (a queue handed over within this process
+        # has two while its previous worker steps out).
+        self._channel_of: dict[str, str] = {}  # stream -> channel
+        self._stream_of: dict[str, str] = {}  # channel -> stream
+        self._readers_of: dict[str, int] = {}  # stream -> tasks
 
     # -- QueuePool's hooks (under the pool's lock) ---------------------------------------
     def _start_reader(self) -> None:
         """No reader: the nodes' listeners and armers, started as queues wait."""
 
+    def _task_started(self, task: QueueTask) -> None:
+        channel = keys.wake(task.worker.ref)
+        self._channel_of[task.stream] = channel
+        self._stream_of[channel] = task.stream
+        self._readers_of[task.stream] = self._readers_of.get(task.stream, 0) + 1
+
     def _park(self, task: QueueTask, wait: Wait) -> int:
         if wait.data_from is None:
             return super()._park(task, wait)
-        channel = wake_channel(task.stream)
+        channel = self._channel_of[task.stream]
         known = self._channels.get(channel)
         confirmed = known is not None and known[1]
         armed_for = self._armed_for(task.stream, wait.data_from) if confirmed else 0.0
@@ -214,9 +217,12 @@ class ClusterQueuePool(QueuePool):
         return max(0.0, REARM_S - (time.monotonic() - armed[1]))
 
     def _task_done(self, task: QueueTask) -> None:
-        if any(other.stream == task.stream for other in self._tasks.values()):
+        readers = self._readers_of.pop(task.stream, 1) - 1
+        if readers:
+            self._readers_of[task.stream] = readers
             return
-        channel = wake_channel(task.stream)
+        channel = self._channel_of.pop(task.stream)
+        del self._stream_of[channel]
         known = self._channels.pop(channel, None)
         self._armed_from.pop(task.stream, None)
         if known is not None:
@@ -255,7 +261,9 @@ class ClusterQueuePool(QueuePool):
     def woken(self, channel: str) -> None:
         """An append published on ``channel``: its queue's waiters read."""
         with self._cond:
-            stream = wake_stream(channel)
+            stream = self._stream_of.get(channel)
+            if stream is None:
+                return  # its queue went
             self._armed_from.pop(stream, None)
             for task in self._waiters(stream):
                 self._wake(task, task.generation, data=True)
@@ -266,7 +274,7 @@ class ClusterQueuePool(QueuePool):
             if known is None or known[0] is not listener:
                 return
             self._channels[channel] = (listener, True)
-            stream = wake_stream(channel)
+            stream = self._stream_of[channel]
             if self._waiters(stream):
                 self._want_arm(listener.node, stream)
 
@@ -281,7 +289,7 @@ class ClusterQueuePool(QueuePool):
             ]
             for channel in lost:
                 del self._channels[channel]
-                stream = wake_stream(channel)
+                stream = self._stream_of[channel]
                 self._armed_from.pop(stream, None)
                 for task in self._waiters(stream):
                     self._wake(task, task.generation)
@@ -301,23 +309,25 @@ class ClusterQueuePool(QueuePool):
         self.channels_lost(listener, None)
 
     # -- arming (the armers' threads) ----------------------------------------------------
-    def take_arms(self, armer: _Armer) -> dict[str, int]:
-        """Stream -> the offset to arm it for: the lowest its waiters wait for."""
+    def take_arms(self, armer: _Armer) -> dict[str, tuple[int, str]]:
+        """Stream -> the offset to arm it for (the lowest its waiters wait for) and its
+        wake flag."""
         with self._cond:
             pending, armer.pending = armer.pending, set()
-            arms: dict[str, int] = {}
+            arms: dict[str, tuple[int, str]] = {}
             for stream in pending:
                 waiters = self._waiters(stream)
                 if waiters:
-                    arms[stream] = min(task.data_from or 0 for task in waiters)
-                    self._armed_from[stream] = (arms[stream], time.monotonic())
+                    lowest = min(task.data_from or 0 for task in waiters)
+                    arms[stream] = (lowest, self._channel_of[stream])
+                    self._armed_from[stream] = (lowest, time.monotonic())
             return arms
 
-    def arm(self, arms: dict[str, int]) -> None:
+    def arm(self, arms: dict[str, tuple[int, str]]) -> None:
         streams = list(arms)
         calls = [
-            ([stream, wake_channel(stream)], [after_offset(arms[stream]), HAND_COUNT, FLAG_TTL_MS])
-            for stream in streams
+            ([stream, flag], [after_offset(offset), HAND_COUNT, FLAG_TTL_MS])
+            for stream, (offset, flag) in arms.items()
         ]
         try:
             replies: list[Any] = run_batch(self.client, self._arm, calls)
@@ -325,7 +335,7 @@ class ClusterQueuePool(QueuePool):
             replies = [exc] * len(streams)
         with self._cond:
             for stream, reply in zip(streams, replies, strict=True):
-                self._armed(stream, arms[stream], reply)
+                self._armed(stream, arms[stream][0], reply)
 
     def _armed(self, stream: str, data_from: int, reply: Any) -> None:
         armed = self._armed_from.get(stream)

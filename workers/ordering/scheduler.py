@@ -113,6 +113,7 @@ class QueuePool:
                 self._start_reader()
             task = QueueTask(worker, worker.steps(), keys.stream(worker.ref))
             self._tasks[id(worker)] = task
+            self._task_started(task)
             self._push_ready(task, busy=False)
 
     def poke(self, worker: Steppable) -> None:
@@ -239,6 +240,9 @@ class QueuePool:
         if task.busy:
             task.busy = False
             self._running_busy -= 1
+
+    def _task_started(self, task: QueueTask) -> None:
+        """A worker was given to the pool (under the lock), for a subclass to note."""
 
     def _task_done(self, task: QueueTask) -> None:
         """A worker stepped out (under the lock): what a subclass keeps for it can go."""
