@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from lockstep.workers import keys
-from lockstep.workers.coalesce import CoalescedScript
+from lockstep.workers.coalesce import CoalescedScript, NodeCoalescedScript
 from lockstep.workers.connection import cluster_of
 from lockstep.workers.message import FailedAttempt, Message
 from lockstep.workers.redis_types import as_bytes, entries
@@ -70,9 +70,13 @@ class Broker:
         self.client = client
         self._lock = script(client, "lock")
         self._unlock = script(client, "unlock")
-        # Commits meet from many queues' threads; sent together on a standalone Redis.
+        # Commits meet from many queues' threads; sent together (per node on a cluster).
         commit = script(client, "commit")
-        self._commit = commit if cluster_of(client) is not None else CoalescedScript(client, commit)
+        self._commit: CoalescedScript | NodeCoalescedScript = (
+            CoalescedScript(client, commit)
+            if cluster_of(client) is None
+            else NodeCoalescedScript(client, commit)
+        )
         self._dead_letter = script(client, "dead_letter")
         self._heartbeat = script(client, "heartbeat")
         # Registry key -> (digest, members) of the last full membership read.

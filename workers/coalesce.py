@@ -9,8 +9,12 @@ queued once the batch in flight is answered. Alone, a call costs what it did.
 
 Each call is still its own script run, atomic, with its own reply or error: coalescing
 changes when a call is sent, never what it does. A failure of the whole round trip (Redis
-unreachable) is the error of every call in it. For a standalone Redis: a cluster pipeline
-splits by node, where one slow node would hold up the calls of the others.
+unreachable) is the error of every call in it.
+
+On a Redis Cluster, ``NodeCoalescedScript`` coalesces per node: the calls to one node go
+together on that node's connection, so a slow node holds up only its own calls. A call
+whose slot moved meanwhile (MOVED, ASK) is sent again through the cluster client, which
+follows the redirection.
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ from typing import Any
 
 import redis
 from redis.commands.core import Script
-from redis.exceptions import NoScriptError
+from redis.exceptions import AskError, NoScriptError
+
+from lockstep.workers.connection import execute_on_node, node_client
 
 
 @dataclass(eq=False)
@@ -39,9 +45,15 @@ class CoalescedScript:
     """``script(keys=..., args=...)`` as redis-py's ``Script``, coalesced (module
     docstring)."""
 
-    def __init__(self, client: redis.Redis, script_: Script) -> None:
+    def __init__(
+        self, client: redis.Redis, script_: Script, cluster: redis.Redis | None = None
+    ) -> None:
+        """``client``: where the calls go; on a cluster a node's own client, and
+        ``cluster`` the cluster client (to follow a redirection, and to re-read the
+        layout after a failed connection)."""
         self.client = client
         self.script = script_
+        self.cluster = cluster
         self._mutex = threading.Lock()
         self._queued: list[_Call] = []
         self._sending = False
@@ -106,4 +118,33 @@ class CoalescedScript:
         pipe = self.client.pipeline(transaction=False)
         for call in calls:
             pipe.evalsha(self.script.sha, len(call.keys), *call.keys, *call.args)
-        return list(pipe.execute(raise_on_error=False))
+        if self.cluster is None:
+            return list(pipe.execute(raise_on_error=False))
+        replies = execute_on_node(self.cluster, pipe)
+        for i, (call, reply) in enumerate(zip(calls, replies, strict=True)):
+            if isinstance(reply, AskError):  # MovedError is an AskError
+                try:
+                    replies[i] = self.script(keys=list(call.keys), args=list(call.args))
+                except redis.RedisError as exc:
+                    replies[i] = exc
+        return replies
+
+
+class NodeCoalescedScript:
+    """``CoalescedScript`` on a Redis Cluster: one per node, each call sent to the node
+    serving its first key's slot (module docstring)."""
+
+    def __init__(self, cluster: redis.Redis, script_: Script) -> None:
+        self.cluster = cluster
+        self.script = script_
+        self._mutex = threading.Lock()
+        self._by_node: dict[redis.Redis, CoalescedScript] = {}
+
+    def __call__(self, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+        node = node_client(self.cluster, str(keys[0]))
+        with self._mutex:
+            coalesced = self._by_node.get(node)
+            if coalesced is None:
+                coalesced = CoalescedScript(node, self.script, self.cluster)
+                self._by_node[node] = coalesced
+        return coalesced(keys, args)
