@@ -88,6 +88,7 @@ class _Listener(threading.Thread):
         failure: BaseException | None = None
         try:
             while not self.pool.ending():
+                self.pool.unstall()
                 self._apply_requests()
                 message = self._pubsub.get_message(timeout=LISTEN_POLL_S)
                 if message is not None:

@@ -44,11 +44,11 @@ READ_BLOCK_S = 1.0
 # The reader's pause between reads (see _read_forever): at most this much is added to a
 # wake-up, and it bounds the reads to a few hundred a second however busy the queues are.
 READ_LINGER_S = 0.005
-# The pool starts a stepping thread at most this often (``QueuePool._grow``): a pool grows
-# to the concurrency its queues use, so a consumer whose few queues are mostly idle keeps
-# a thread or two (a process running many consumers, as the rebalance benchmark does,
-# would otherwise start every consumer's threads in the same moment).
-GROW_EVERY_S = 0.01
+# A task ready this long while every thread is in a step gets a thread of its own
+# (``QueuePool.unstall``): the threads are in long steps. At most one such thread per
+# this long, so a process whose threads are merely slow (starved of CPU) does not start
+# many at once.
+STALL_S = 0.2
 # After a failed read (Redis away), the reader tries again this often.
 READ_RETRY_S = 0.2
 # CLIENT UNBLOCK sent before the read reached Redis answers 0: retried this often, this
@@ -68,6 +68,7 @@ class QueueTask:
     data_from: int | None = None
     handed: Handed = None  # what the reader read for it: sent to its next step
     busy: bool = False  # made ready with messages to handle (QueuePool._push_ready)
+    ready_at: float = 0.0  # when it was last made ready
 
 
 @dataclass(order=True)
@@ -102,7 +103,7 @@ class QueuePool:
         self._stopped = False
         self._stepping = 0  # stepping threads started, up to ``threads``
         self._idle = 0  # stepping threads waiting for a task
-        self._grown_at = 0.0  # when the last stepping thread was started
+        self._grown_at = 0.0  # when the last stepping thread was started (``unstall``)
         self._running_busy = 0  # stepping threads running a busy task's step
         self._reader_client: redis.Redis | None = None
 
@@ -139,27 +140,36 @@ class QueuePool:
     def _push_ready(self, task: QueueTask, *, busy: bool) -> None:
         """Queue ``task`` to be stepped (under the lock). ``busy``: it has messages to
         handle (entries came, or it yielded after a batch). Busy tasks grow the pool
-        (``_grow``); the one-off steps of queues starting, stopping or woken early do
-        only when every thread is taken by a busy one (a hand-over must not wait behind
-        long handlers), so a process whose queues are mostly idle keeps a thread or two."""
+        (``_grow``), and so does a thread taking one. The one-off steps of queues
+        starting, stopping or woken early grow it only when every thread runs a busy
+        step, or when one has waited ``STALL_S`` with no thread idle (``unstall``), so a
+        process whose queues are mostly idle keeps a thread or two."""
         task.state = READY
         task.busy = busy
         self._ready.append(task)
         self._cond.notify()
+        task.ready_at = time.monotonic()
         if busy or self._running_busy >= self._stepping:
             self._grow()
 
+    def unstall(self) -> None:
+        """A task ready for ``STALL_S`` while no thread is idle: every thread is in a long
+        step (a handler, a key-ordered queue's finish waiting for its lanes), and one more
+        thread takes it (one per ``STALL_S``), so a hand-over does not wait behind it.
+        Called by the threads that wake periodically whatever the queues do: the reader
+        (at least every ``READ_BLOCK_S``), the listeners."""
+        with self._cond:
+            now = time.monotonic()
+            waited = now - self._ready[0].ready_at if self._ready else 0.0
+            if not self._idle and waited >= STALL_S and now - self._grown_at >= STALL_S:
+                self._grow()
+
     def _grow(self) -> None:
-        """Start a stepping thread if tasks wait that no idle thread will take, at most
-        one per ``GROW_EVERY_S`` (under the lock). Busy queues bring the pool to
-        ``threads`` within ``threads * GROW_EVERY_S``; a thread that takes a busy task
-        checks again."""
+        """Start a stepping thread if tasks wait that no idle thread will take, up to
+        ``threads`` (under the lock)."""
         if len(self._ready) <= self._idle or self._stepping >= self.threads:
             return
-        now = time.monotonic()
-        if self._stepping and now - self._grown_at < GROW_EVERY_S:
-            return
-        self._grown_at = now
+        self._grown_at = time.monotonic()
         name = f"lockstep-{self.name}-{self._stepping}"
         self._stepping += 1
         threading.Thread(target=self._step_forever, name=name, daemon=True).start()
@@ -298,6 +308,7 @@ class QueuePool:
     # -- the reader --------------------------------------------------------------------
     def _read_forever(self) -> None:
         while True:
+            self.unstall()
             with self._cond:
                 if self.ending():
                     return
