@@ -18,7 +18,12 @@ from lockstep.workers import keys
 from lockstep.workers.broker import Broker
 from lockstep.workers.cards import ConsumerCard, SubscriptionCard
 from lockstep.workers.config import Limits, Model, Ordering, Subscription, Timings
-from lockstep.workers.connection import cluster_of, execute_per_node, has_sharded_pubsub
+from lockstep.workers.connection import (
+    MAX_CONNECTIONS,
+    cluster_of,
+    execute_per_node,
+    has_sharded_pubsub,
+)
 from lockstep.workers.errors import LockstepError
 from lockstep.workers.events import EventLog, default_consumer_id
 from lockstep.workers.handler_log import HandlerLog
@@ -27,7 +32,7 @@ from lockstep.workers.lanes import LanePool
 from lockstep.workers.message import Handler
 from lockstep.workers.ordering import WorkerEnv
 from lockstep.workers.ordering.cluster_pool import ClusterQueuePool
-from lockstep.workers.ordering.runner import Runner
+from lockstep.workers.ordering.runner import QueueThreads, Runner
 from lockstep.workers.ordering.scheduler import QueuePool
 from lockstep.workers.outage import REDIS_DOWN, redis_outage, runtime_client, wait_for_redis
 from lockstep.workers.rebalance import SubscriptionRunner
@@ -56,9 +61,12 @@ class Consumer:
         self.timings = (timings or Timings.from_env()).validate()
         limits = limits or Limits.from_env()
         self.consumer_id = consumer_id or default_consumer_id()
+        self.redis_url = redis_url
         self.client = runtime_client(
             redis_url, connections=limits.redis_connections, consumer_id=self.consumer_id
         )
+        # A cluster of Redis 6's blocking reads, apart from the bounded shared client.
+        self._read_client: redis.Redis | None = None
         self.broker = Broker(self.client)
         self.events = EventLog(
             self.client,
@@ -146,6 +154,8 @@ class Consumer:
         except REDIS_DOWN as exc:
             redis_outage.failed(exc, f"consumer {self.consumer_id} stopping")
         self.client.close()
+        if self._read_client is not None:
+            self._read_client.close()
 
     def _info_loop(self) -> None:
         while not self._stopping.wait(self.timings.heartbeat_interval_s):
@@ -197,7 +207,16 @@ class Consumer:
             return QueuePool(self.client, threads, name)
         if has_sharded_pubsub(self.client):
             return ClusterQueuePool(self.client, threads, name)
-        return None
+        # A thread per queue, each blocking in a read that holds a connection: on a
+        # client of their own (connections named ``<consumer id>/reads``), whose pools
+        # are not bounded, so the reads never make renewals and commits wait.
+        if self._read_client is None:
+            self._read_client = runtime_client(
+                self.redis_url,
+                connections=MAX_CONNECTIONS,
+                consumer_id=f"{self.consumer_id}/reads",
+            )
+        return QueueThreads(self._read_client, self.timings.poll_block_s)
 
     def _report(self, sub: Subscription, error: str) -> None:
         log.error("lockstep: subscription %s/%s not started: %s", sub.group, sub.topic, error)
