@@ -136,6 +136,19 @@ def execute_per_node(client: redis.Redis, commands: Sequence[Keyed]) -> None:
                 raise reply
 
 
+def own_connection(client: redis.Redis) -> redis.Redis:
+    """A client of one connection of its own, to the server ``client`` talks to and with
+    its settings (name included): for what holds its connection for good (a blocking
+    reader named in ``CLIENT UNBLOCK``, sharded subscriptions), outside the shared pool,
+    which is bounded (``outage.runtime_client``)."""
+    pool = client.connection_pool
+    return redis.Redis(
+        connection_pool=redis.ConnectionPool(
+            connection_class=pool.connection_class, max_connections=1, **pool.connection_kwargs
+        )
+    )
+
+
 def refresh_layout(cluster: RedisCluster) -> None:
     """Re-read which node serves which slot, as the cluster client does itself after a
     dead node: for calls made on a node's own connection (``workers.scripts.run_batch``,

@@ -19,6 +19,7 @@ import redis
 
 from lockstep.workers import Consumer, Subscription, keys
 from lockstep.workers.config import Timings
+from lockstep.workers.connection import cluster_of
 from lockstep.workers.events import read_all_events
 from lockstep.workers.refs import QueueRef
 from tests.support import wait_until
@@ -61,6 +62,19 @@ def recording_consumer(url: str, topic: str, group: str, consumer_id: str = "c1"
     handler records what it handles (``handled``)."""
     sub = Subscription(topic=topic, group=group, handler=RECORD_HANDLER)
     return Consumer(url, [sub], timings=FAST, consumer_id=consumer_id)
+
+
+def servers(client: redis.Redis) -> list[redis.Redis]:
+    """The standalone server, or each master of the cluster, to ask for its own state."""
+    cluster = cluster_of(client)
+    if cluster is None:
+        return [client]
+    return [cluster.get_redis_connection(node) for node in cluster.get_primaries()]
+
+
+def named_connections(server: redis.Redis, name: str) -> int:
+    """How many connections named ``name`` ``server`` has (``CLIENT LIST``)."""
+    return sum(1 for c in server.client_list() if c.get("name") == name)
 
 
 def body(seq: int, **flags: Any) -> bytes:

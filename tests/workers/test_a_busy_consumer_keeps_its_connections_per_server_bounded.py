@@ -12,11 +12,16 @@ import pytest
 import redis
 
 from lockstep.workers import Producer, create_topic
-from lockstep.workers.connection import cluster_of
 from lockstep.workers.hashing import queue_for_key
 from lockstep.workers.outage import connection_name
 from tests.support import wait_until
-from tests.workers.harness import body, handled_count, recording_consumer
+from tests.workers.harness import (
+    body,
+    handled_count,
+    named_connections,
+    recording_consumer,
+    servers,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.on_cluster]
 
@@ -27,17 +32,6 @@ TOPIC, GROUP, QUEUES, PER_QUEUE = "bounded", "ledger", 64, 40
 SHARED = 3  # LOCKSTEP_REDIS_CONNECTIONS here
 OWN = 1  # the reader's, or the listener's of the one subscription on each node
 CONSUMER = "bounded-consumer"
-
-
-def _servers(client: redis.Redis) -> list[redis.Redis]:
-    cluster = cluster_of(client)
-    if cluster is None:
-        return [client]
-    return [cluster.get_redis_connection(node) for node in cluster.get_primaries()]
-
-
-def _named(server: redis.Redis, name: str) -> int:
-    return sum(1 for c in server.client_list() if c.get("name") == name)
 
 
 class _Sampler(threading.Thread):
@@ -52,7 +46,7 @@ class _Sampler(threading.Thread):
     def run(self) -> None:
         while not self.done.is_set():
             for i, server in enumerate(self.servers):
-                self.most[i] = max(self.most[i], _named(server, self.name))
+                self.most[i] = max(self.most[i], named_connections(server, self.name))
             self.done.wait(0.005)
 
 
@@ -73,7 +67,7 @@ def test_its_threads_share_a_bounded_set_of_connections_to_each_server(
 ) -> None:
     _fill(redis_client, redis_url)
     monkeypatch.setenv("LOCKSTEP_REDIS_CONNECTIONS", str(SHARED))
-    sampler = _Sampler(_servers(redis_client), connection_name(CONSUMER))
+    sampler = _Sampler(servers(redis_client), connection_name(CONSUMER))
     consumer = recording_consumer(redis_url, TOPIC, GROUP, CONSUMER)
     sampler.start()
     consumer.start()

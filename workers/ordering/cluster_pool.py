@@ -34,7 +34,7 @@ import redis
 from redis.exceptions import RedisClusterException
 
 from lockstep.workers import keys
-from lockstep.workers.connection import cluster_of, refresh_layout
+from lockstep.workers.connection import cluster_of, own_connection, refresh_layout
 from lockstep.workers.ordering.runner import HAND_COUNT, Wait, after_offset
 from lockstep.workers.ordering.scheduler import WAITING, QueuePool, QueueTask
 from lockstep.workers.redis_types import as_bytes, script_entries
@@ -67,16 +67,8 @@ class _Listener(threading.Thread):
         super().__init__(name=f"lockstep-{pool.name}-listen-{node}", daemon=True)
         self.pool = pool
         self.node = node
-        # A connection of its own, outside the node's pool, which is bounded: the
-        # subscriptions hold theirs for as long as the listener runs.
-        node_pool = client.connection_pool
-        self._client = redis.Redis(
-            connection_pool=redis.ConnectionPool(
-                connection_class=node_pool.connection_class,
-                max_connections=1,
-                **node_pool.connection_kwargs,
-            )
-        )
+        # The subscriptions hold their connection for as long as the listener runs.
+        self._client = own_connection(client)
         self._pubsub = self._client.pubsub()
         self._requests: deque[tuple[bool, str]] = deque()  # (subscribe?, channel)
         self._connected = False

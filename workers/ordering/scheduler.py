@@ -32,6 +32,7 @@ from typing import Any
 import redis
 
 from lockstep.workers import keys
+from lockstep.workers.connection import own_connection
 from lockstep.workers.ordering.runner import HAND_COUNT, Handed, Steppable, Wait, after_offset
 from lockstep.workers.redis_types import Entry, as_bytes
 
@@ -175,15 +176,8 @@ class QueuePool:
         threading.Thread(target=self._step_forever, name=name, daemon=True).start()
 
     def _start_reader(self) -> None:
-        pool = self.client.connection_pool
         # The reader's own connection: CLIENT UNBLOCK names it by its id.
-        self._reader_client = redis.Redis(
-            connection_pool=type(pool)(
-                connection_class=pool.connection_class,
-                max_connections=1,
-                **pool.connection_kwargs,
-            )
-        )
+        self._reader_client = own_connection(self.client)
         name = f"lockstep-{self.name}-reader"
         threading.Thread(target=self._read_forever, name=name, daemon=True).start()
 

@@ -11,11 +11,16 @@ import redis
 
 from lockstep.workers import Producer, create_topic
 from lockstep.workers import consumer as consumer_module
-from lockstep.workers.connection import cluster_of
 from lockstep.workers.hashing import queue_for_key
 from lockstep.workers.outage import connection_name
 from tests.support import wait_until
-from tests.workers.harness import body, handled, recording_consumer
+from tests.workers.harness import (
+    body,
+    handled,
+    named_connections,
+    recording_consumer,
+    servers,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.on_cluster(only=True)]
 
@@ -26,12 +31,7 @@ CONSUMER = "redis6-consumer"
 
 def _named(client: redis.Redis, name: str) -> list[int]:
     """Connections named ``name`` on each master."""
-    cluster = cluster_of(client)
-    assert cluster is not None
-    return [
-        sum(1 for c in cluster.get_redis_connection(node).client_list() if c.get("name") == name)
-        for node in cluster.get_primaries()
-    ]
+    return [named_connections(server, name) for server in servers(client)]
 
 
 def test_each_queue_reads_on_its_own_thread_and_every_message_is_handled(
