@@ -27,7 +27,9 @@ from tests.workers.harness import (
 )
 
 TOPIC, GROUP = "orders", "billing-stale"
-KEYS, PER_KEY = 50, 30  # 1,500 messages, produced over ~4 s
+# At least 1,500 messages, produced over ~4 s, and on until the lock went stale once while
+# messages were still coming (the first stale moment is ~4 s after the start).
+KEYS, PER_KEY, MAX_ROUNDS = 50, 30, 80
 # Renewals come every 1.95 s on a 0.3 s membership poll, i.e. every 2.1 s in practice,
 # while the client-side lock counts as expired after 2 s: it is stale ~0.1 s of every
 # renewal cycle. The broker lock (5 s) does not expire, so each renewal keeps the token.
@@ -78,18 +80,20 @@ def test_it_goes_on_with_every_key_after_its_client_side_lock_was_stale_for_a_mo
     stop, lock_seen = threading.Event(), list[bool]()
     watcher = threading.Thread(target=_watch_lock, args=(consumer, stop, lock_seen))
     watcher.start()
-    sent = {f"order-{k:02d}": PER_KEY for k in range(KEYS)}
+    keys = [f"order-{k:02d}" for k in range(KEYS)]
+    rounds = 0
     try:
-        for s in range(PER_KEY):
-            for key in sent:
-                producer.send(TOPIC, key, body(s))
+        while rounds < PER_KEY or (False not in lock_seen and rounds < MAX_ROUNDS):
+            for key in keys:
+                producer.send(TOPIC, key, body(rounds))
+            rounds += 1
             time.sleep(0.13)
         wait_until(
             lambda: fully_committed(redis_client, TOPIC, GROUP, 1),
             20,
             lambda: (
                 f"the queue to be committed to its end; "
-                f"{len(handled(redis_client))} of {KEYS * PER_KEY} handled"
+                f"{len(handled(redis_client))} of {KEYS * rounds} handled"
             ),
         )
     finally:
@@ -97,7 +101,7 @@ def test_it_goes_on_with_every_key_after_its_client_side_lock_was_stale_for_a_mo
         watcher.join(5)
 
     assert False in lock_seen, "the client-side lock never went stale: nothing was tested"
-    assert order_violations(handled(redis_client), sent) == {}
+    assert order_violations(handled(redis_client), dict.fromkeys(keys, rounds)) == {}
     renewals = [
         e
         for e in events(redis_client)
