@@ -6,7 +6,10 @@ Cases, all measured in one run (each consumer is a ``lockstep consume`` subproce
   the practical limit of one Python process here;
 - queue ordering, no-op handler, batch 32 and batch 1, 8 queues, events on;
 - a 10 ms (sleeping, I/O-bound) handler, 8 queues, 4,000 keys: queue ordering with batch 1
-  (bound: queues / latency) and key ordering with 64 lanes (bound: lanes / latency);
+  (bound: queues / latency) and key ordering with 64 lanes (bound: lanes / latency). Keys
+  are hashed to queues, so the busiest queue sets queue ordering's pace (its hash-balance
+  ceiling); lanes take keys by load (docs/lanes.md §2), and the hash-placement ceiling
+  shows what placing each key by its hash alone would allow;
 - SIGKILL of a key-ordering consumer while one slow message holds its queue's low-water
   mark far behind, then a fresh consumer: how many messages are handled twice;
 - SIGKILL of a queue-ordering consumer (batch 1) mid-run, then a fresh consumer: how many
@@ -421,7 +424,8 @@ def run(
     bare_rate, noop_rate, noop1_rate = statistics.median(bare), med("noop"), med("noop_batch1")
     queue_io, key_io = med("queue_io"), med("key_io")
     bound = LANES / IO_LATENCY_S
-    # What hashing leaves at best: the busiest lane (queue) holds more than 1/64 (1/8).
+    # What hashing leaves at best: the busiest queue (or lane, were keys placed by their
+    # hash alone) holds more than 1/8 (1/64).
     key_ceiling = key_io_messages / (
         busiest_share(key_io_messages, LANES, lane_hash) * IO_LATENCY_S
     )
@@ -454,8 +458,8 @@ def run(
             "key_mode_ratio_to_bound": round(key_io / bound, 3),
             "key_mode_speedup_over_queue_mode": round(key_io / queue_io, 2),
             "queue_mode_io_hash_balance_ceiling_msgs_per_s": round(queue_ceiling),
-            "key_mode_io_hash_balance_ceiling_msgs_per_s": round(key_ceiling),
-            "key_mode_ratio_to_hash_balance_ceiling": round(key_io / key_ceiling, 3),
+            "key_mode_io_hash_placement_ceiling_msgs_per_s": round(key_ceiling),
+            "key_mode_ratio_to_hash_placement_ceiling": round(key_io / key_ceiling, 3),
             "redelivered_after_kill": kill["redelivered_after_kill"],
             "completed_in_last_flush_interval": kill["completed_in_last_flush_interval"],
             "completed_above_low_water_at_kill": kill["completed_above_low_water_at_kill"],

@@ -1,10 +1,12 @@
 """Lanes: key-level parallelism for the ``key`` ordering mode.
 
-A subscription's consumer has T lane threads shared by all the queues it owns. A message
-goes to lane ``lane_hash(key) % T`` (a hash independent of the queue hash). Inside a lane
-every key has its own FIFO; the lane runs one message at a time, taking keys in the order
-they became ready, so:
-- per key, messages run one at a time in offset order (a key never leaves its lane);
+A subscription's consumer has T lane threads shared by all the queues it owns. A key with
+messages in a lane stays in that lane; a key with none goes to the less busy (fewer
+messages waiting) of the two lanes its hash names (``LanePool.submit``, docs/lanes.md §2).
+Inside a lane every key has its own FIFO; the lane runs one message at a time, taking
+keys in the order they became ready, so:
+- per key, messages run one at a time in offset order (a key with messages in a lane gets
+  its next ones in the same lane, so two never run at once);
 - a key whose head message failed waits for its back-off without blocking the lane: the
   lane serves its other keys meanwhile (per-key blocking).
 
@@ -74,12 +76,17 @@ class _LaneState:
 
 
 class Lane:
-    def __init__(self, index: int, stop: threading.Event) -> None:
+    def __init__(self, index: int, stop: threading.Event, placed: dict[KeyRef, Lane]) -> None:
         self.index = index
         self._stop = stop
         self._cond = threading.Condition()
         self._state = _LaneState()
         self._busy = False
+        self._running: KeyRef | None = None  # the key whose head message runs now
+        # The pool's map of the keys with messages in a lane (or running there) to that
+        # lane; this lane adds and removes its own keys, under its lock.
+        self._placed = placed
+        self.pending = 0  # messages in the lane, running included (read without the lock)
         self._seq = itertools.count()
         self._thread = threading.Thread(
             target=self._run, name=f"lockstep-lane-{index}", daemon=True
@@ -93,9 +100,13 @@ class Lane:
             self._cond.notify_all()
         self._thread.join(timeout)
 
-    def submit(self, task: Task) -> None:
-        ref = (task.client.serial, task.message.key)
+    def submit(self, ref: KeyRef, task: Task) -> bool:
+        """Queue ``task`` behind its key's messages here, if the key is placed in this
+        lane (``LanePool.submit``); False if it no longer is (its messages left meanwhile)."""
         with self._cond:
+            if self._placed.get(ref) is not self:
+                return False
+            self.pending += 1
             queue = self._state.keys.get(ref)
             if queue is None:
                 self._state.keys[ref] = deque([task])
@@ -103,6 +114,7 @@ class Lane:
                 self._cond.notify()
             else:
                 queue.append(task)
+            return True
 
     def purge(self, serial: int) -> int:
         """Forget every message of one queue worker (its queue was dropped)."""
@@ -110,10 +122,19 @@ class Lane:
             st = self._state
             gone = [ref for ref in st.keys if ref[0] == serial]
             count = sum(len(st.keys.pop(ref)) for ref in gone)
+            self.pending -= count
+            for ref in gone:
+                if ref != self._running:  # a running key stays placed until it settles
+                    self._unplace(ref)
             st.ready = deque(r for r in st.ready if r[0] != serial)
             st.retry = [e for e in st.retry if e[2][0] != serial]
             heapq.heapify(st.retry)
             return count
+
+    def _unplace(self, ref: KeyRef) -> None:
+        """The key has no message here any more (under the lock): it may go elsewhere."""
+        if self._placed.get(ref) is self:
+            del self._placed[ref]
 
     def waiting_for(self, ref: KeyRef) -> int:
         """How many messages of one key are in this lane (including its head)."""
@@ -146,6 +167,7 @@ class Lane:
                     queue = st.keys.get(ref)
                     if queue:
                         self._busy = True
+                        self._running = ref
                         return ref, queue[0]
                 timeout = st.retry[0][0] - now if st.retry else 0.5
                 self._cond.wait(max(0.001, min(timeout, 0.5)))
@@ -175,19 +197,25 @@ class Lane:
         st = self._state
         with self._cond:
             self._busy = False
+            self._running = None
             queue = st.keys.get(ref)
             if queue is None:  # purged meanwhile
+                self._unplace(ref)
                 return []
             if verdict is Verdict.DONE:
                 queue.popleft()
+                self.pending -= 1
                 if queue:
                     st.ready.append(ref)
                 else:
                     del st.keys[ref]
+                    self._unplace(ref)
             elif verdict is Verdict.RETRY:
                 heapq.heappush(st.retry, (time.monotonic() + delay, next(self._seq), ref))
             else:
                 del st.keys[ref]
+                self.pending -= len(queue)
+                self._unplace(ref)
                 if verdict is Verdict.PARK:
                     return list(queue)[1:]
         return []
@@ -197,17 +225,31 @@ def lane_hash(key: str) -> int:
     """The upper half of the key's crc32. The queue is ``crc32 % queues`` (low bits): with
     the same value for lanes, ``lane % queues`` would equal the queue and each queue would
     use only lanes/queues of its lanes. The upper bits are independent of the low ones and
-    keep crc32's even spread (a general-purpose hash spreads sequential ids less evenly,
-    and the busiest lane sets the pace)."""
+    keep crc32's even spread (a general-purpose hash spreads sequential ids less evenly)."""
     return stable_hash(key) >> 16
 
 
+def lane_choices(key: str, lanes: int) -> tuple[int, int]:
+    """The two lanes a key may go to (the same one twice with a single lane): its
+    ``lane_hash`` modulo ``lanes``, and another drawn from the same upper bits."""
+    h = lane_hash(key)
+    first = h % lanes
+    if lanes == 1:
+        return first, first
+    return first, (first + 1 + (h // lanes) % (lanes - 1)) % lanes
+
+
 class LanePool:
-    """T lanes; a key always maps to the same lane."""
+    """T lanes. A key with messages in a lane (or running there) gets its next ones in that
+    lane; a key with none goes to the less busy of its two ``lane_choices`` (docs/lanes.md
+    §2), so a lane holding hotter keys than the others is not also given the new ones."""
 
     def __init__(self, count: int) -> None:
         self._stop = threading.Event()
-        self.lanes = [Lane(i, self._stop) for i in range(count)]
+        # (queue worker, key) -> the lane its messages are in. Each lane adds and removes
+        # its own keys under its lock; a submit places a key with ``setdefault``.
+        self._placed: dict[KeyRef, Lane] = {}
+        self.lanes = [Lane(i, self._stop, self._placed) for i in range(count)]
         self._started = False
 
     def start(self) -> None:
@@ -222,11 +264,28 @@ class LanePool:
         for lane in self.lanes:
             lane.join(max(0.0, deadline - time.monotonic()))
 
-    def lane_of(self, key: str) -> Lane:
-        return self.lanes[lane_hash(key) % len(self.lanes)]
-
     def submit(self, task: Task) -> None:
-        self.lane_of(task.message.key).submit(task)
+        """Queue ``task`` in its key's lane: the one its messages are in, else the less
+        busy of its two choices. A key's messages are then never in two lanes at once:
+        a lane unplaces a key only under its lock, once it holds none of its messages,
+        and a submit appends only to the lane the key is placed in (else tries again)."""
+        ref = (task.client.serial, task.message.key)
+        while True:
+            lane = self._placed.get(ref)
+            if lane is None:
+                lane = self._placed.setdefault(ref, self._choose(task.message.key))
+            if lane.submit(ref, task):
+                return
+
+    def _choose(self, key: str) -> Lane:
+        first, second = lane_choices(key, len(self.lanes))
+        a, b = self.lanes[first], self.lanes[second]
+        return b if b.pending < a.pending else a
+
+    def waiting_for(self, ref: KeyRef) -> int:
+        """How many messages of one key are in its lane (including its head)."""
+        lane = self._placed.get(ref)
+        return lane.waiting_for(ref) if lane is not None else 0
 
     def purge(self, serial: int) -> int:
         return sum(lane.purge(serial) for lane in self.lanes)

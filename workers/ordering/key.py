@@ -270,8 +270,7 @@ class KeyOrderingWorker(QueueWorker):
         return Verdict.RETRY, delay
 
     def _waiting_behind(self, key: str) -> int:
-        lane = self.lanes.lane_of(key)
-        return lane.waiting_for((self.serial, key)) - 1
+        return self.lanes.waiting_for((self.serial, key)) - 1
 
     def _dead_letter_key_mode(self, task: Task, error: str) -> tuple[Verdict, float]:
         hold = self.env.sub.after_dlq is AfterDlq.HOLD
