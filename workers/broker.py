@@ -55,6 +55,18 @@ class CommitResult:
 
 
 @dataclass(frozen=True)
+class Commit:
+    """One queue's commit for ``Broker.commit_all`` (the arguments of ``Broker.commit``)."""
+
+    ref: QueueRef
+    group: str
+    owner: str
+    token: int
+    offset: int
+    completed: str = ""
+
+
+@dataclass(frozen=True)
 class StoredOffset:
     committed: int
     completed: str
@@ -157,6 +169,24 @@ class Broker:
             args=[owner, token, offset, completed],
         )
         return CommitResult(CommitOutcome(int(reply[0])), int(reply[1]))
+
+    def commit_all(self, commits: Sequence[Commit]) -> list[CommitResult | Exception]:
+        """Several queues' fenced commits in one round trip (one per node on a cluster);
+        each is its own script run with its own result, or the error of its call (not
+        raised: a node that failed fails only its own queues' commits)."""
+        replies = self._commit.call_all(
+            [
+                (
+                    [keys.lock(c.ref, c.group), keys.offset(c.ref, c.group)],
+                    [c.owner, c.token, c.offset, c.completed],
+                )
+                for c in commits
+            ]
+        )
+        return [
+            r if isinstance(r, Exception) else CommitResult(CommitOutcome(int(r[0])), int(r[1]))
+            for r in replies
+        ]
 
     def commit_unfenced(self, ref: QueueRef, offset_group: str, offset: int) -> None:
         """Broadcasting model: no locks; the offset belongs to one consumer alone."""

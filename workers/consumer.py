@@ -32,6 +32,7 @@ from lockstep.workers.lanes import LanePool
 from lockstep.workers.message import Handler
 from lockstep.workers.ordering import WorkerEnv
 from lockstep.workers.ordering.cluster_pool import ClusterQueuePool
+from lockstep.workers.ordering.key_commits import KeyCommits
 from lockstep.workers.ordering.runner import QueueThreads, Runner
 from lockstep.workers.ordering.scheduler import QueuePool
 from lockstep.workers.outage import REDIS_DOWN, redis_outage, runtime_client, wait_for_redis
@@ -182,7 +183,12 @@ class Consumer:
         if sub.model is Model.BROADCASTING:
             name = sub.consumer_name or socket.gethostname()
             offset_group = f"{sub.group}%bc%{name}"
-        lanes = LanePool(sub.lanes) if sub.ordering is Ordering.KEY else None
+        key = sub.ordering is Ordering.KEY
+        lanes = LanePool(sub.lanes) if key else None
+        interval = sub.flush_interval_ms / 1000.0
+        commits = (
+            KeyCommits(self.broker, interval, f"{sub.group}-{sub.topic}"[:40]) if key else None
+        )
         return WorkerEnv(
             sub,
             self.broker,
@@ -194,6 +200,7 @@ class Consumer:
             lanes,
             self.handler_log,
             self._runner(sub),
+            commits,
         )
 
     def _runner(self, sub: Subscription) -> Runner | None:

@@ -67,6 +67,8 @@ class SubscriptionRunner:
         a worker may start before the topic is created."""
         if self.env.lanes is not None:
             self.env.lanes.start()
+        if self.env.commits is not None:
+            self.env.commits.start()
         self._thread.start()
 
     def _topic_ready(self) -> bool:
@@ -115,6 +117,8 @@ class SubscriptionRunner:
             alive[0].join(min(self.env.timings.lock_renew_interval_s, remaining))
         if self.env.lanes is not None:
             self.env.lanes.stop(max(0.1, deadline - time.monotonic()))
+        if self.env.commits is not None:
+            self.env.commits.stop(max(0.1, deadline - time.monotonic()))
         if self.env.runner is not None:
             self.env.runner.stop()
         if self.env.sub.model is Model.CLUSTERING:

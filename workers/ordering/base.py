@@ -66,6 +66,7 @@ from lockstep.workers.message import (
     foreign_entry,
     parse_offset,
 )
+from lockstep.workers.ordering.key_commits import KeyCommits
 from lockstep.workers.ordering.runner import HAND_COUNT, Handed, QueueThreads, Runner, Wait
 from lockstep.workers.outage import REDIS_DOWN, redis_outage
 from lockstep.workers.refs import QueueRef
@@ -93,6 +94,8 @@ class WorkerEnv:
     handler_log: HandlerLog = field(default_factory=HandlerLog)
     # Who steps the queue workers: a thread each unless given (``runner``).
     runner: Runner | None = None
+    # Key ordering only: who writes the queues' periodic commits, all in one round trip.
+    commits: KeyCommits | None = None
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,9 @@ Beyond the base contract (``workers.ordering.base``):
   durably (in Redis, in offset order) until the dead letter is replayed or discarded;
   then the parked messages run in order before the key moves on.
 - The committed offset is the low-water mark; offsets completed above it are committed
-  with it every ``flush_interval_ms`` (fenced), and skipped by the next owner.
+  with it every ``flush_interval_ms`` (fenced), and skipped by the next owner. Those
+  periodic commits are written by the subscription's ``KeyCommits``, every queue's in
+  one round trip; the queue writes its final one itself.
 - Pulling pauses when ``max_in_flight`` messages are unfinished and resumes at half.
 - On drop, no new message of the queue starts; the worker waits for the ones running,
   flushes, and only then unlocks.
@@ -27,13 +29,14 @@ from collections import defaultdict
 from collections.abc import Generator
 
 from lockstep.workers import events as ev
-from lockstep.workers.broker import CommitOutcome, CommitResult, dead_letter_entry
+from lockstep.workers.broker import Commit, CommitOutcome, CommitResult, dead_letter_entry
 from lockstep.workers.cards import BlockedKey, KeyState, QueueSnapshot
 from lockstep.workers.config import UNBOUNDED, AfterDlq
 from lockstep.workers.lanes import LanePool, Task, Verdict
 from lockstep.workers.message import MalformedEntry, Message, deserialize, serialize
 from lockstep.workers.offset_tracker import OffsetTracker
 from lockstep.workers.ordering.base import FailureLog, QueueWorker, WorkerEnv, malformed_dead_letter
+from lockstep.workers.ordering.key_commits import KeyCommits
 from lockstep.workers.ordering.runner import READY, Handed, Wait
 from lockstep.workers.outage import REDIS_DOWN
 from lockstep.workers.refs import QueueRef
@@ -60,9 +63,10 @@ class KeyOrderingWorker(QueueWorker):
 
     def __init__(self, env: WorkerEnv, ref: QueueRef, token: int | None) -> None:
         super().__init__(env, ref, token)
-        if env.lanes is None:
-            raise ValueError("key ordering needs the subscription's lane pool")
+        if env.lanes is None or env.commits is None:
+            raise ValueError("key ordering needs the subscription's lane pool and commits")
         self.lanes: LanePool = env.lanes
+        self.commits: KeyCommits = env.commits
         self.serial = next(_serials)
         self.tracker = OffsetTracker(0)
         self._mutex = threading.Lock()  # tracker, parked, blocked, running, holds
@@ -81,6 +85,7 @@ class KeyOrderingWorker(QueueWorker):
         self.blocked: dict[str, BlockedKey] = {}
         self.flow_paused = False
         self._dirty = False
+        self._closed = False  # the final commit was written: ``commits`` writes no more
         self._last_state: KeyState | None = None
         self.failures = FailureLog()
 
@@ -95,6 +100,7 @@ class KeyOrderingWorker(QueueWorker):
         for key, state in self.parked.items():
             if state == "releasing":
                 self._submit_parked(key)
+        self.commits.add(self)
 
     def commit_point(self) -> int:
         return self.tracker.low_water
@@ -111,7 +117,7 @@ class KeyOrderingWorker(QueueWorker):
 
     def consume(self) -> Generator[Wait, Handed, None]:
         sub = self.env.sub
-        next_flush = next_parked_poll = next_state = 0.0
+        next_parked_poll = next_state = 0.0
         handed: Handed = None
         while not self.stopping.is_set():
             now = time.monotonic()
@@ -119,9 +125,6 @@ class KeyOrderingWorker(QueueWorker):
             if renewal is not None:
                 handed = yield renewal
                 continue
-            if now >= next_flush:
-                self._flush()
-                next_flush = now + sub.flush_interval_ms / 1000.0
             if now >= next_parked_poll:
                 if self._has_holds():  # nothing held: no replay or discard to pick up
                     self._poll_parked()
@@ -141,7 +144,7 @@ class KeyOrderingWorker(QueueWorker):
             if pulled and not self.read_to_end():
                 handed = yield READY  # the other queues of the runner get their turn
                 continue
-            due = min(next_flush, next_parked_poll, next_state) - time.monotonic()
+            due = min(next_parked_poll, next_state) - time.monotonic()
             handed = yield self.data_wait(max(0.0, due) if self._duties_pending() else None)
 
     def _has_holds(self) -> bool:
@@ -149,11 +152,11 @@ class KeyOrderingWorker(QueueWorker):
             return bool(self.parked) or self._holds_in_progress > 0
 
     def _duties_pending(self) -> bool:
-        """Whether an idle queue still has periodic work ahead: messages in its lanes, a
-        commit to flush, held keys to poll, or a key state not reported yet. Without any,
-        it waits for data alone (an idle queue costs nothing)."""
+        """Whether an idle queue still has periodic work ahead: messages in its lanes,
+        held keys to poll, or a key state not reported yet (its commits are ``commits``'
+        work). Without any, it waits for data alone (an idle queue costs nothing)."""
         with self._mutex:
-            busy = self.tracker.in_flight > 0 or self._dirty or bool(self.parked)
+            busy = self.tracker.in_flight > 0 or bool(self.parked)
             busy = busy or self._holds_in_progress > 0
         return busy or self.key_state() != self._last_state
 
@@ -424,6 +427,48 @@ class KeyOrderingWorker(QueueWorker):
             self.tracker.done(offset)
             self._dirty = True
 
+    def commit_snapshot(self) -> Commit | None:
+        """``KeyCommitting``: the commit to send now, under the commit lock (held until
+        ``commit_done``); None when nothing changed, the lock is busy, the final commit
+        was written, or the queue may not write (no token, fenced, lost)."""
+        if not self._commit_lock.acquire(blocking=False):
+            return None  # a lane is writing for this queue: the next round takes it
+        try:
+            with self._mutex:
+                due = self._dirty and not self._closed
+                due = due and self.token is not None and self.release_lock
+                if due:
+                    self._dirty = False
+                    low, completed = self.tracker.low_water, self.tracker.completed_above()
+            if due and self.token is not None:
+                env = self.env
+                return Commit(self.ref, env.sub.group, env.consumer_id, self.token, low, completed)
+        except BaseException:
+            self._commit_lock.release()
+            raise
+        self._commit_lock.release()
+        return None
+
+    def commit_done(self, commit: Commit, result: CommitResult | Exception) -> None:
+        """``KeyCommitting``: handle the result of ``commit``, then release the lock."""
+        try:
+            if not isinstance(result, Exception):
+                self.accepted(
+                    result,
+                    commit.offset,
+                    commit.completed,
+                    highest_completed=self.tracker.highest_completed,
+                )
+                return
+            with self._mutex:
+                self._dirty = True  # not written: the next round (or the final one) does
+            if isinstance(result, REDIS_DOWN):
+                self.redis_failed(result)
+            else:
+                log.warning("commit of %s failed: %s", self.ref, result)
+        finally:
+            self._commit_lock.release()
+
     def _flush(self) -> bool:
         with self._commit_lock:
             with self._mutex:
@@ -460,6 +505,10 @@ class KeyOrderingWorker(QueueWorker):
             self.redis_failed(exc)
         except Exception:
             log.warning("final flush of %s failed", self.ref, exc_info=True)
+        finally:
+            with self._commit_lock:
+                self._closed = True
+            self.commits.remove(self)
 
     def _dead_letter_malformed_key_mode(self, bad: MalformedEntry) -> None:
         entry = malformed_dead_letter(self.ref, self.env.sub.group, bad)

@@ -72,6 +72,11 @@ class QueueTask:
     ready_at: float = 0.0  # when it was last made ready
 
 
+def _read_after(waiting: set[QueueTask]) -> str:
+    """The ID to read a stream after for its waiting tasks: their lowest ``data_from``."""
+    return after_offset(min(task.data_from or 0 for task in waiting))
+
+
 @dataclass(order=True)
 class _Timer:
     deadline: float
@@ -96,6 +101,9 @@ class QueuePool:
         # Stream -> the tasks waiting for its entries (one, but for a queue handed over
         # within this process while its previous worker still steps out).
         self._waiting_data: dict[str, set[QueueTask]] = {}
+        # Stream -> the ID its read starts after (the lowest ``data_from`` of its waiting
+        # tasks), kept as tasks start and stop waiting: the reader copies it whole.
+        self._read_after: dict[str, str] = {}
         self._waiters_added = threading.Event()
         self._reader_blocked = False
         self._unblock_sent = False
@@ -267,7 +275,9 @@ class QueuePool:
             self._cond.notify()  # a thread waiting for an earlier deadline recomputes
         if wait.data_from is not None:
             task.data_from = wait.data_from
-            self._waiting_data.setdefault(task.stream, set()).add(task)
+            waiting = self._waiting_data.setdefault(task.stream, set())
+            waiting.add(task)
+            self._read_after[task.stream] = _read_after(waiting)
             self._waiters_added.set()
             if self._reader_blocked and not self._unblock_sent:
                 self._unblock_sent = True
@@ -288,10 +298,13 @@ class QueuePool:
 
     def _stop_waiting_data(self, task: QueueTask) -> None:
         waiting = self._waiting_data.get(task.stream)
-        if waiting is not None:
+        if waiting is not None and task in waiting:
             waiting.discard(task)
-            if not waiting:
+            if waiting:
+                self._read_after[task.stream] = _read_after(waiting)
+            else:
                 del self._waiting_data[task.stream]
+                del self._read_after[task.stream]
 
     def _fire_timers(self) -> None:
         now = time.monotonic()
@@ -333,11 +346,7 @@ class QueuePool:
 
     def _wanted(self) -> dict[str, str]:
         """Stream -> the ID to read after: the lowest next offset of its waiting queues."""
-        wanted: dict[str, str] = {}
-        for stream, tasks in self._waiting_data.items():
-            lowest = min(task.data_from or 0 for task in tasks)
-            wanted[stream] = after_offset(lowest)
-        return wanted
+        return dict(self._read_after)
 
     def _read(self, wanted: dict[str, str]) -> Any:
         assert self._reader_client is not None

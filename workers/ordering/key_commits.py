@@ -1,0 +1,104 @@
+"""Key ordering's periodic commits: every queue of a subscription in one round trip.
+
+Under key ordering a queue's committed offset moves as its lanes finish messages, and is
+written every ``flush_interval_ms`` (docs/lanes.md §5). ``KeyCommits`` writes it for all
+the subscription's queues at once, from one thread: each interval it takes a snapshot of
+every queue with something new to commit and sends all of them in one pipeline
+(``Broker.commit_all``; one per node on a cluster), as RocketMQ persists all of a
+consumer's offsets in one request. Each commit is still its own fenced script run, and
+each queue handles its own result (a refused one drops its queue).
+
+A queue's snapshot is taken under its commit lock, which is held until its result is
+handled, so an older snapshot never lands after a newer one (``KeyCommitting``). A queue
+whose lock is busy (a lane writing a dead letter or parking) is left for the next round.
+A queue writes its final commit itself, when it finishes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Protocol
+
+from lockstep.workers.broker import Broker, Commit, CommitResult
+
+log = logging.getLogger(__name__)
+
+
+class KeyCommitting(Protocol):
+    """What ``KeyCommits`` needs of a queue (``KeyOrderingWorker``)."""
+
+    def commit_snapshot(self) -> Commit | None:
+        """The commit to send now, holding the queue's commit lock until
+        ``commit_done``; None (no lock held) when there is nothing new, or the lock is
+        busy, or the queue may no longer write."""
+
+    def commit_done(self, commit: Commit, result: CommitResult | Exception) -> None:
+        """Handle the result of ``commit`` and release the commit lock."""
+
+
+class KeyCommits:
+    """The commit thread of one key-ordered subscription (module docstring)."""
+
+    def __init__(self, broker: Broker, interval_s: float, name: str) -> None:
+        self.broker = broker
+        self.interval_s = interval_s
+        self.name = name
+        self._queues: set[KeyCommitting] = set()
+        self._mutex = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, queue: KeyCommitting) -> None:
+        with self._mutex:
+            self._queues.add(queue)
+
+    def remove(self, queue: KeyCommitting) -> None:
+        with self._mutex:
+            self._queues.discard(queue)
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, name=f"lockstep-commits-{self.name}", daemon=True
+            )
+            self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """End the thread (after the round in progress). The queues' own final commits
+        are written as they finish, not here."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.commit_round()
+            except Exception:  # a bug here must not end the commits of every queue
+                log.exception("commit round of %s failed", self.name)
+
+    def commit_round(self) -> int:
+        """Commit every queue with something new, in one round trip; how many were sent."""
+        with self._mutex:
+            queues = list(self._queues)
+        taken: list[tuple[KeyCommitting, Commit]] = []
+        results: list[CommitResult | Exception] = []
+        try:
+            for queue in queues:
+                commit = queue.commit_snapshot()
+                if commit is not None:
+                    taken.append((queue, commit))
+            if taken:
+                results = self.broker.commit_all([commit for _, commit in taken])
+        except Exception as exc:  # Redis away: every queue in the round meets the error
+            results = [exc] * len(taken)
+        finally:
+            if len(results) != len(taken):  # interrupted: no commit lock may stay held
+                results = [RuntimeError("the commit round was not sent")] * len(taken)
+            for (queue, commit), result in zip(taken, results, strict=True):
+                try:
+                    queue.commit_done(commit, result)
+                except Exception:  # its lock is released (commit_done); the others go on
+                    log.exception("handling the commit of %s failed", commit.ref)
+        return len(taken)
