@@ -24,6 +24,8 @@ class _Worker:
     given), then ``busy_steps`` batches (each yields READY and then holds its thread
     until ``busy_hold`` is set), then waits for a poke."""
 
+    inline_data_steps = False
+
     def __init__(
         self,
         queue: int,

@@ -67,7 +67,14 @@ from lockstep.workers.message import (
     parse_offset,
 )
 from lockstep.workers.ordering.key_commits import KeyCommits
-from lockstep.workers.ordering.runner import HAND_COUNT, Handed, QueueThreads, Runner, Wait
+from lockstep.workers.ordering.runner import (
+    HAND_COUNT,
+    READY,
+    Handed,
+    QueueThreads,
+    Runner,
+    Wait,
+)
 from lockstep.workers.outage import REDIS_DOWN, redis_outage
 from lockstep.workers.refs import QueueRef
 
@@ -143,6 +150,10 @@ class QueueWorker(ABC):
     Control (from the rebalance thread): ``start``, ``drop``, ``join``, ``renewed`` and
     the ``alive`` / ``dropped`` / ``releasing`` properties. Every change of what the
     worker waits for (a renewal, a drop) pokes its runner, which ends the current wait."""
+
+    # ``runner.Steppable``: a mode whose step after a wait for data only hands the entries
+    # on may have it run by the thread that read them.
+    inline_data_steps = False
 
     def __init__(self, env: WorkerEnv, ref: QueueRef, token: int | None) -> None:
         self.env = env
@@ -460,14 +471,18 @@ class QueueWorker(ABC):
     def steps(self) -> Generator[Wait, Handed, None]:
         """The worker's whole life, for its runner: restore, consume, finish, release."""
         try:
-            self.restore()
-            yield from self.consume()
-        except REDIS_DOWN as exc:
-            self.redis_failed(exc)
-        except Exception:
-            log.exception("queue %s loop crashed", self.ref)
-            self.emit(ev.HANDLER_ERROR, details={"error": traceback.format_exc()[-2000:]})
-            self.drop("crashed")
+            try:
+                self.restore()
+                yield from self.consume()
+            except REDIS_DOWN as exc:
+                self.redis_failed(exc)
+            except Exception:
+                log.exception("queue %s loop crashed", self.ref)
+                self.emit(ev.HANDLER_ERROR, details={"error": traceback.format_exc()[-2000:]})
+                self.drop("crashed")
+            # Finishing (waiting for messages in progress, the final commit) is a step of
+            # its own, so it never runs within a data step run inline by a reader.
+            yield READY
         finally:
             try:
                 self.finish()

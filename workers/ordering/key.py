@@ -61,6 +61,12 @@ _serials = itertools.count(1)
 class KeyOrderingWorker(QueueWorker):
     """Also the lanes' ``LaneClient``: ``process`` and ``park_tasks`` run on lane threads."""
 
+    # A step after a wait for data decodes the entries and gives them to the lanes. It
+    # calls Redis only for held keys (to park their messages, and to poll them twice a
+    # second), a malformed entry (to dead-letter it) or a gap in the offsets; the rest of
+    # a long stream is read by the next step, on a pool thread (after a READY).
+    inline_data_steps = True
+
     def __init__(self, env: WorkerEnv, ref: QueueRef, token: int | None) -> None:
         super().__init__(env, ref, token)
         if env.lanes is None or env.commits is None:

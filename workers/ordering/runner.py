@@ -57,6 +57,10 @@ class Steppable(Protocol):
     """What a runner needs of a queue worker."""
 
     ref: QueueRef
+    # Whether the step that a wait for data ends with entries only hands them on (key
+    # ordering gives them to its lanes; it runs no handler and waits for nothing): a
+    # runner may then run it on the thread that read the entries (docs/reading.md).
+    inline_data_steps: bool
 
     def steps(self) -> Generator[Wait, Handed, None]: ...
 

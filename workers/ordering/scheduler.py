@@ -8,9 +8,10 @@ never runs a queue twice. Waits end by:
 - time: a heap of deadlines, checked by the pool threads while they wait for work;
 - data: one reader thread sends one ``XREAD BLOCK`` over the streams of every queue
   waiting for data, from each queue's next offset; a stream that answers wakes its queue
-  and hands it the entries read (``runner.HAND_COUNT`` at most). A queue that starts
-  waiting while that read blocks would not be in it, so the reader is sent
-  ``CLIENT UNBLOCK`` (once per read) to read again with it;
+  and hands it the entries read (``runner.HAND_COUNT`` at most), or, for a queue whose
+  data step only hands them on (``inline_data_steps``), the reader runs that step itself.
+  A queue that starts waiting while that read blocks would not be in it, so the reader
+  is sent ``CLIENT UNBLOCK`` (once per read) to read again with it;
 - a poke (a renewal of a stale lock, a drop): at once.
 
 One ``XREAD`` names keys of many slots, which a Redis Cluster refuses: the reader is for a
@@ -199,22 +200,27 @@ class QueuePool:
             task = self._next_task()
             if task is None:
                 return
-            handed, task.handed = task.handed, None
-            try:
-                wait: Wait | None = task.steps.send(handed)  # send(None) starts it
-            except StopIteration:
-                wait = None
-            except Exception:  # the steps catch their own errors; a bug ends the worker
-                log.exception("queue %s steps failed", task.worker.ref)
-                wait = None
-            if wait is None:
-                self._finish(task)
-                continue
-            with self._cond:
-                self._step_ended(task)
-                unblock = self._park(task, wait)
-            if unblock:
-                self._unblock_reader(unblock)
+            self._step(task)
+
+    def _step(self, task: QueueTask) -> None:
+        """Run ``task``'s next step (it is RUNNING, taken by this thread), then put it
+        where the step's ``Wait`` says."""
+        handed, task.handed = task.handed, None
+        try:
+            wait: Wait | None = task.steps.send(handed)  # send(None) starts it
+        except StopIteration:
+            wait = None
+        except Exception:  # the steps catch their own errors; a bug ends the worker
+            log.exception("queue %s steps failed", task.worker.ref)
+            wait = None
+        if wait is None:
+            self._finish(task)
+            return
+        with self._cond:
+            self._step_ended(task)
+            unblock = self._park(task, wait)
+        if unblock:
+            self._unblock_reader(unblock)
 
     def _next_task(self) -> QueueTask | None:
         with self._cond:
@@ -377,12 +383,26 @@ class QueuePool:
         self._reader_id = None
 
     def _wake_streams(self, found: dict[str, list[Entry]]) -> None:
+        """Hand each stream's entries to its waiting tasks. A task whose data step only
+        hands them on (``inline_data_steps``) is stepped here, by the reader, rather
+        than woken for a stepping thread: one thread hand-off less per batch, which is
+        most of what a batch of a few messages costs when a thousand queues are busy."""
         if not found:
             return
+        inline: list[QueueTask] = []
         with self._cond:
             for stream, entries in found.items():
                 for task in list(self._waiting_data.get(stream, ())):
-                    self._wake(task, task.generation, list(entries))
+                    if task.worker.inline_data_steps and task.state == WAITING:
+                        task.generation += 1
+                        task.handed = list(entries)
+                        self._stop_waiting_data(task)
+                        task.state = RUNNING
+                        inline.append(task)
+                    else:
+                        self._wake(task, task.generation, list(entries))
+        for task in inline:
+            self._step(task)
 
     def _wake_all_waiting(self) -> None:
         with self._cond:
