@@ -27,9 +27,9 @@ from typing import Any
 
 import redis
 from redis.commands.core import Script
-from redis.exceptions import AskError, NoScriptError
+from redis.exceptions import NoScriptError
 
-from lockstep.workers.connection import execute_on_node, node_client
+from lockstep.workers.connection import execute_following, node_client
 
 
 @dataclass(eq=False)
@@ -131,14 +131,11 @@ class CoalescedScript:
             pipe.evalsha(self.script.sha, len(call.keys), *call.keys, *call.args)
         if self.cluster is None:
             return list(pipe.execute(raise_on_error=False))
-        replies = execute_on_node(self.cluster, pipe)
-        for i, (call, reply) in enumerate(zip(calls, replies, strict=True)):
-            if isinstance(reply, AskError):  # MovedError is an AskError
-                try:
-                    replies[i] = self.script(keys=list(call.keys), args=list(call.args))
-                except redis.RedisError as exc:
-                    replies[i] = exc
-        return replies
+        return execute_following(
+            self.cluster,
+            pipe,
+            lambda i: self.script(keys=list(calls[i].keys), args=list(calls[i].args)),
+        )
 
 
 class NodeCoalescedScript:

@@ -129,11 +129,14 @@ def execute_per_node(client: redis.Redis, commands: Sequence[Keyed]) -> None:
         pipe = node.pipeline(transaction=False)
         for send in sends:
             send(pipe)
-        for send, reply in zip(sends, execute_on_node(client, pipe), strict=True):
-            if isinstance(reply, AskError):  # MovedError is an AskError
-                send(client)
-            elif isinstance(reply, Exception):
+        for reply in execute_following(client, pipe, _resender(client, sends)):
+            if isinstance(reply, Exception):
                 raise reply
+
+
+def _resender(client: redis.Redis, sends: list[Callable[[Any], object]]) -> Callable[[int], object]:
+    """Sends ``sends[i]`` again through ``client`` (``execute_following``)."""
+    return lambda i: sends[i](client)
 
 
 def own_connection(client: redis.Redis) -> redis.Redis:
@@ -181,3 +184,20 @@ def execute_on_node(client: redis.Redis, pipe: Pipeline) -> list[Any]:
         if cluster is not None:
             refresh_layout(cluster)
         raise
+
+
+def execute_following(
+    client: redis.Redis, pipe: Pipeline, resend: Callable[[int], Any]
+) -> list[Any]:
+    """``execute_on_node``, where a command refused because its slot moved (MOVED, ASK)
+    is sent again by ``resend(its index)`` through the cluster client, which follows the
+    redirection; that reply (or the error it raised) takes the refused one's place. Any
+    other error stays in its reply."""
+    replies = execute_on_node(client, pipe)
+    for i, reply in enumerate(replies):
+        if isinstance(reply, AskError):  # MovedError is an AskError
+            try:
+                replies[i] = resend(i)
+            except redis.RedisError as exc:
+                replies[i] = exc
+    return replies

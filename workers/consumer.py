@@ -32,7 +32,7 @@ from lockstep.workers.lanes import LanePool
 from lockstep.workers.message import Handler
 from lockstep.workers.ordering import WorkerEnv
 from lockstep.workers.ordering.cluster_pool import ClusterQueuePool
-from lockstep.workers.ordering.key_commits import KeyCommits
+from lockstep.workers.ordering.commits import Commits
 from lockstep.workers.ordering.runner import QueueThreads, Runner
 from lockstep.workers.ordering.scheduler import QueuePool
 from lockstep.workers.outage import REDIS_DOWN, redis_outage, runtime_client, wait_for_redis
@@ -185,10 +185,6 @@ class Consumer:
             offset_group = f"{sub.group}%bc%{name}"
         key = sub.ordering is Ordering.KEY
         lanes = LanePool(sub.lanes) if key else None
-        interval = sub.flush_interval_ms / 1000.0
-        commits = (
-            KeyCommits(self.broker, interval, f"{sub.group}-{sub.topic}"[:40]) if key else None
-        )
         return WorkerEnv(
             sub,
             self.broker,
@@ -200,8 +196,16 @@ class Consumer:
             lanes,
             self.handler_log,
             self._runner(sub),
-            commits,
+            self._commits(sub),
         )
+
+    def _commits(self, sub: Subscription) -> Commits | None:
+        """Key ordering: who writes the queues' periodic commits (every
+        ``flush_interval_ms``), every queue's in one round trip."""
+        if sub.ordering is not Ordering.KEY:
+            return None
+        interval_s = sub.flush_interval_ms / 1000.0
+        return Commits(self.broker, interval_s, f"{sub.group}-{sub.topic}"[:40])
 
     def _runner(self, sub: Subscription) -> Runner | None:
         """A bounded pool for the subscription's queues: on a standalone Redis it reads

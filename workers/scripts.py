@@ -15,9 +15,8 @@ from typing import Any
 
 import redis
 from redis.commands.core import Script
-from redis.exceptions import AskError
 
-from lockstep.workers.connection import cluster_of, execute_on_node, node_client
+from lockstep.workers.connection import cluster_of, execute_following, node_client
 
 _LUA_DIR = Path(__file__).with_name("lua")
 _PRELUDE_MARKER = "-- Prelude: "
@@ -139,12 +138,13 @@ def _run_on_node(
     for index in indexes:
         keys, args = calls[index]
         script_(keys=list(keys), args=list(args), client=pipe)
-    replies: list[Any] = []
-    for index, result in zip(indexes, execute_on_node(client, pipe), strict=True):
-        if isinstance(result, AskError):  # MovedError is an AskError
-            keys, args = calls[index]
-            result = script_(keys=list(keys), args=list(args))  # follows the redirect
-        elif isinstance(result, Exception):
+
+    def resend(i: int) -> Any:
+        keys, args = calls[indexes[i]]
+        return script_(keys=list(keys), args=list(args))
+
+    replies = execute_following(client, pipe, resend)
+    for result in replies:
+        if isinstance(result, Exception):
             raise result
-        replies.append(result)
     return replies

@@ -1,5 +1,5 @@
 """Key ordering's periodic commits go for all of a subscription's queues in one round
-(``KeyCommits``, docs/lanes.md §5): each queue's commit is still fenced and handled on its
+(``Commits``, docs/lanes.md §5): each queue's commit is still fenced and handled on its
 own, a queue whose commit lock is busy waits for the next round, and every lock taken for
 the round is given back."""
 
@@ -10,14 +10,14 @@ import threading
 import redis
 
 from lockstep.workers.broker import Broker, Commit, CommitOutcome, CommitResult
-from lockstep.workers.ordering.key_commits import KeyCommits
+from lockstep.workers.ordering.commits import Commits
 from lockstep.workers.refs import QueueRef
 
 GROUP, OWNER = "billing", "consumer-a"
 
 
 class Queue:
-    """A queue as ``KeyCommits`` sees it: its commit lock and what it would commit."""
+    """A queue as ``Commits`` sees it: its commit lock and what it would commit."""
 
     def __init__(self, ref: QueueRef, token: int, offset: int) -> None:
         self.ref, self.token, self.offset = ref, token, offset
@@ -34,8 +34,8 @@ class Queue:
         self.lock.release()
 
 
-def _commits(broker: Broker, queues: list[Queue]) -> KeyCommits:
-    commits = KeyCommits(broker, 60.0, "test")
+def _commits(broker: Broker, queues: list[Queue]) -> Commits:
+    commits = Commits(broker, 60.0, "test")
     for queue in queues:
         commits.add(queue)
     return commits

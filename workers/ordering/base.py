@@ -66,7 +66,7 @@ from lockstep.workers.message import (
     foreign_entry,
     parse_offset,
 )
-from lockstep.workers.ordering.key_commits import KeyCommits
+from lockstep.workers.ordering.commits import Commits
 from lockstep.workers.ordering.runner import (
     HAND_COUNT,
     READY,
@@ -102,7 +102,7 @@ class WorkerEnv:
     # Who steps the queue workers: a thread each unless given (``runner``).
     runner: Runner | None = None
     # Key ordering only: who writes the queues' periodic commits, all in one round trip.
-    commits: KeyCommits | None = None
+    commits: Commits | None = None
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ Beyond the base contract (``workers.ordering.base``):
   then the parked messages run in order before the key moves on.
 - The committed offset is the low-water mark; offsets completed above it are committed
   with it every ``flush_interval_ms`` (fenced), and skipped by the next owner. Those
-  periodic commits are written by the subscription's ``KeyCommits``, every queue's in
+  periodic commits are written by the subscription's ``Commits``, every queue's in
   one round trip; the queue writes its final one itself.
 - Pulling pauses when ``max_in_flight`` messages are unfinished and resumes at half.
 - On drop, no new message of the queue starts; the worker waits for the ones running,
@@ -36,7 +36,7 @@ from lockstep.workers.lanes import LanePool, Task, Verdict
 from lockstep.workers.message import MalformedEntry, Message, deserialize, serialize
 from lockstep.workers.offset_tracker import OffsetTracker
 from lockstep.workers.ordering.base import FailureLog, QueueWorker, WorkerEnv, malformed_dead_letter
-from lockstep.workers.ordering.key_commits import KeyCommits
+from lockstep.workers.ordering.commits import Commits
 from lockstep.workers.ordering.runner import READY, Handed, Wait
 from lockstep.workers.outage import REDIS_DOWN
 from lockstep.workers.refs import QueueRef
@@ -72,7 +72,7 @@ class KeyOrderingWorker(QueueWorker):
         if env.lanes is None or env.commits is None:
             raise ValueError("key ordering needs the subscription's lane pool and commits")
         self.lanes: LanePool = env.lanes
-        self.commits: KeyCommits = env.commits
+        self.commits: Commits = env.commits
         self.serial = next(_serials)
         self.tracker = OffsetTracker(0)
         self._mutex = threading.Lock()  # tracker, parked, blocked, running, holds
@@ -434,7 +434,7 @@ class KeyOrderingWorker(QueueWorker):
             self._dirty = True
 
     def commit_snapshot(self) -> Commit | None:
-        """``KeyCommitting``: the commit to send now, under the commit lock (held until
+        """``Committing``: the commit to send now, under the commit lock (held until
         ``commit_done``); None when nothing changed, the lock is busy, the final commit
         was written, or the queue may not write (no token, fenced, lost)."""
         if not self._commit_lock.acquire(blocking=False):
@@ -456,7 +456,7 @@ class KeyOrderingWorker(QueueWorker):
         return None
 
     def commit_done(self, commit: Commit, result: CommitResult | Exception) -> None:
-        """``KeyCommitting``: handle the result of ``commit``, then release the lock."""
+        """``Committing``: handle the result of ``commit``, then release the lock."""
         try:
             if not isinstance(result, Exception):
                 self.accepted(

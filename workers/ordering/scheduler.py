@@ -169,10 +169,14 @@ class QueuePool:
         Called by the threads that wake periodically whatever the queues do: the reader
         (at least every ``READ_BLOCK_S``), the listeners."""
         with self._cond:
-            now = time.monotonic()
-            waited = now - self._ready[0].ready_at if self._ready else 0.0
-            if not self._idle and waited >= STALL_S and now - self._grown_at >= STALL_S:
-                self._grow()
+            self._unstall()
+
+    def _unstall(self) -> None:
+        """``unstall``, under the lock."""
+        now = time.monotonic()
+        waited = now - self._ready[0].ready_at if self._ready else 0.0
+        if not self._idle and waited >= STALL_S and now - self._grown_at >= STALL_S:
+            self._grow()
 
     def _grow(self) -> None:
         """Start a stepping thread if tasks wait that no idle thread will take, up to
@@ -321,8 +325,8 @@ class QueuePool:
     # -- the reader --------------------------------------------------------------------
     def _read_forever(self) -> None:
         while True:
-            self.unstall()
             with self._cond:
+                self._unstall()
                 if self.ending():
                     return
                 wanted = self._wanted()

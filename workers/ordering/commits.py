@@ -1,7 +1,7 @@
 """Key ordering's periodic commits: every queue of a subscription in one round trip.
 
 Under key ordering a queue's committed offset moves as its lanes finish messages, and is
-written every ``flush_interval_ms`` (docs/lanes.md §5). ``KeyCommits`` writes it for all
+written every ``flush_interval_ms`` (docs/lanes.md §5). ``Commits`` writes it for all
 the subscription's queues at once, from one thread: each interval it takes a snapshot of
 every queue with something new to commit and sends all of them in one pipeline
 (``Broker.commit_all``; one per node on a cluster), as RocketMQ persists all of a
@@ -9,7 +9,7 @@ consumer's offsets in one request. Each commit is still its own fenced script ru
 each queue handles its own result (a refused one drops its queue).
 
 A queue's snapshot is taken under its commit lock, which is held until its result is
-handled, so an older snapshot never lands after a newer one (``KeyCommitting``). A queue
+handled, so an older snapshot never lands after a newer one (``Committing``). A queue
 whose lock is busy (a lane writing a dead letter or parking) is left for the next round.
 A queue writes its final commit itself, when it finishes.
 """
@@ -25,8 +25,8 @@ from lockstep.workers.broker import Broker, Commit, CommitResult
 log = logging.getLogger(__name__)
 
 
-class KeyCommitting(Protocol):
-    """What ``KeyCommits`` needs of a queue (``KeyOrderingWorker``)."""
+class Committing(Protocol):
+    """What ``Commits`` needs of a queue (``KeyOrderingWorker``)."""
 
     def commit_snapshot(self) -> Commit | None:
         """The commit to send now, holding the queue's commit lock until
@@ -37,23 +37,23 @@ class KeyCommitting(Protocol):
         """Handle the result of ``commit`` and release the commit lock."""
 
 
-class KeyCommits:
+class Commits:
     """The commit thread of one key-ordered subscription (module docstring)."""
 
     def __init__(self, broker: Broker, interval_s: float, name: str) -> None:
         self.broker = broker
         self.interval_s = interval_s
         self.name = name
-        self._queues: set[KeyCommitting] = set()
+        self._queues: set[Committing] = set()
         self._mutex = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def add(self, queue: KeyCommitting) -> None:
+    def add(self, queue: Committing) -> None:
         with self._mutex:
             self._queues.add(queue)
 
-    def remove(self, queue: KeyCommitting) -> None:
+    def remove(self, queue: Committing) -> None:
         with self._mutex:
             self._queues.discard(queue)
 
@@ -82,7 +82,7 @@ class KeyCommits:
         """Commit every queue with something new, in one round trip; how many were sent."""
         with self._mutex:
             queues = list(self._queues)
-        taken: list[tuple[KeyCommitting, Commit]] = []
+        taken: list[tuple[Committing, Commit]] = []
         results: list[CommitResult | Exception] = []
         try:
             for queue in queues:
