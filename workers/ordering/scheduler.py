@@ -46,11 +46,16 @@ READ_BLOCK_S = 1.0
 # The reader's pause between reads (see _read_forever): at most this much is added to a
 # wake-up, and it bounds the reads to a few hundred a second however busy the queues are.
 READ_LINGER_S = 0.005
-# A task ready this long while every thread is in a step gets a thread of its own
-# (``QueuePool.unstall``): the threads are in long steps. At most one such thread per
-# this long, so a process whose threads are merely slow (starved of CPU) does not start
-# many at once.
+# A task ready this long while every thread is in a step, and no step ended meanwhile,
+# gets a thread of its own (``QueuePool.unstall``): the threads are in long steps. At most
+# one such thread per this long, so a process whose threads are merely slow (starved of
+# CPU) does not start many at once.
 STALL_S = 0.2
+# The process's CPU use (in cores, all its threads) at which more stepping threads cannot
+# help (``QueuePool.useful_threads``): Python code runs one thread at a time (the GIL), so
+# a process near one core is CPU-bound. Measured over windows of this many seconds.
+SATURATED_CORES = 0.8
+CPU_WINDOW_S = 0.05
 # After a failed read (Redis away), the reader tries again this often.
 READ_RETRY_S = 0.2
 # CLIENT UNBLOCK sent before the read reached Redis answers 0: retried this often, this
@@ -114,6 +119,12 @@ class QueuePool:
         self._stepping = 0  # stepping threads started, up to ``threads``
         self._idle = 0  # stepping threads waiting for a task
         self._grown_at = 0.0  # when the last stepping thread was started (``unstall``)
+        self._step_ended_at = 0.0  # when a stepping thread last ended a step
+        # The process's CPU use over the last window (``useful_threads``): the window's
+        # start (0: none measured yet) and the process CPU time then.
+        self._window_at = 0.0
+        self._window_cpu = 0.0
+        self._saturated: bool | None = None  # None: not measured yet
         self._running_busy = 0  # stepping threads running a busy task's step
         self._reader_client: redis.Redis | None = None
 
@@ -172,16 +183,30 @@ class QueuePool:
             self._unstall()
 
     def _unstall(self) -> None:
-        """``unstall``, under the lock."""
+        """``unstall``, under the lock: only when no step ended for ``STALL_S`` either
+        (threads that end steps take the ready tasks in turn)."""
         now = time.monotonic()
         waited = now - self._ready[0].ready_at if self._ready else 0.0
-        if not self._idle and waited >= STALL_S and now - self._grown_at >= STALL_S:
-            self._grow()
+        stuck = now - self._step_ended_at >= STALL_S and now - self._grown_at >= STALL_S
+        if not self._idle and waited >= STALL_S and stuck:
+            self._grow(stalled=True)
 
-    def _grow(self) -> None:
+    def useful_threads(self) -> int:
+        """How many stepping threads the steps can use (under the lock, or as a hint).
+        Python code runs one thread at a time, so once the process uses about a core
+        (``SATURATED_CORES``) another thread would only contend for it: the pool keeps
+        the threads it has. Steps that mostly wait (a handler's I/O) leave the process
+        below it, and the pool grows to ``threads``. Two until a window was measured."""
+        if self._saturated is None:
+            return min(2, self.threads)
+        return self._stepping if self._saturated else self.threads
+
+    def _grow(self, *, stalled: bool = False) -> None:
         """Start a stepping thread if tasks wait that no idle thread will take, up to
-        ``threads`` (under the lock)."""
-        if len(self._ready) <= self._idle or self._stepping >= self.threads:
+        ``useful_threads`` (``threads`` when ``stalled``: every thread is in a long step).
+        Under the lock."""
+        most = self.threads if stalled else self.useful_threads()
+        if len(self._ready) <= self._idle or self._stepping >= most:
             return
         self._grown_at = time.monotonic()
         name = f"lockstep-{self.name}-{self._stepping}"
@@ -204,11 +229,12 @@ class QueuePool:
             task = self._next_task()
             if task is None:
                 return
-            self._step(task)
+            self._step(task, timed=True)
 
-    def _step(self, task: QueueTask) -> None:
+    def _step(self, task: QueueTask, *, timed: bool = False) -> None:
         """Run ``task``'s next step (it is RUNNING, taken by this thread), then put it
-        where the step's ``Wait`` says."""
+        where the step's ``Wait`` says; ``timed``: a stepping thread's step (it marks the
+        time for ``unstall`` and ``useful_threads``)."""
         handed, task.handed = task.handed, None
         try:
             wait: Wait | None = task.steps.send(handed)  # send(None) starts it
@@ -221,10 +247,25 @@ class QueuePool:
             self._finish(task)
             return
         with self._cond:
+            if timed:
+                self._timed()
             self._step_ended(task)
             unblock = self._park(task, wait)
         if unblock:
             self._unblock_reader(unblock)
+
+    def _timed(self) -> None:
+        """A stepping thread ended a step (under the lock): measure the process's CPU use
+        once a window has passed (``useful_threads``)."""
+        now = time.monotonic()
+        self._step_ended_at = now
+        if now - self._window_at < CPU_WINDOW_S:
+            return
+        cpu = time.process_time()
+        if self._window_at:
+            cores = (cpu - self._window_cpu) / (now - self._window_at)
+            self._saturated = cores >= SATURATED_CORES
+        self._window_at, self._window_cpu = now, cpu
 
     def _next_task(self) -> QueueTask | None:
         with self._cond:
