@@ -68,8 +68,8 @@ from lockstep.workers.message import (
 )
 from lockstep.workers.ordering.commits import Commits
 from lockstep.workers.ordering.runner import (
+    FINISHING,
     HAND_COUNT,
-    READY,
     Handed,
     QueueThreads,
     Runner,
@@ -482,7 +482,7 @@ class QueueWorker(ABC):
                 self.drop("crashed")
             # Finishing (waiting for messages in progress, the final commit) is a step of
             # its own, so it never runs within a data step run inline by a reader.
-            yield READY
+            yield FINISHING
         finally:
             try:
                 self.finish()

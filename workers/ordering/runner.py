@@ -44,13 +44,18 @@ Handed = list[Entry] | None
 class Wait:
     """What a step waits for before the next: ``seconds`` (``None``: no time limit), and,
     when ``data_from`` is set, sooner an entry of the queue's stream at or above that
-    offset. A poke always ends it."""
+    offset. A poke always ends it. ``busy``: a step at once (no wait) after work on
+    messages, which a pool may grow for; not for a one-off step (``FINISHING``)."""
 
     seconds: float | None = 0.0
     data_from: int | None = None
+    busy: bool = True
 
 
 READY = Wait(0.0)
+# The step that finishes a worker (waits for its messages in progress, writes its final
+# commit): at once, but one-off.
+FINISHING = Wait(0.0, busy=False)
 
 
 class Steppable(Protocol):

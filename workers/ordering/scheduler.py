@@ -315,7 +315,7 @@ class QueuePool:
         """Put ``task`` where ``wait`` says; returns the reader's read to unblock (its
         cycle number) when the task joins the waiters of data during it, else 0."""
         if task.poked or (wait.seconds == 0 and wait.data_from is None):
-            self._push_ready(task, busy=not task.poked)
+            self._push_ready(task, busy=wait.busy and not task.poked)
             task.poked = False
             return 0
         task.state = WAITING
@@ -438,16 +438,22 @@ class QueuePool:
         with self._cond:
             for stream, entries in found.items():
                 for task in list(self._waiting_data.get(stream, ())):
-                    if task.worker.inline_data_steps and task.state == WAITING:
-                        task.generation += 1
-                        task.handed = list(entries)
-                        self._stop_waiting_data(task)
-                        task.state = RUNNING
-                        inline.append(task)
-                    else:
-                        self._wake(task, task.generation, list(entries))
+                    self._hand(task, list(entries), inline)
         for task in inline:
             self._step(task)
+
+    def _hand(self, task: QueueTask, entries: list[Entry], inline: list[QueueTask]) -> None:
+        """Wake a waiting ``task`` with the entries read for it (under the lock); one whose
+        data step only hands them on is taken (RUNNING) and added to ``inline``, for the
+        thread that read them to step (``_step``) once it let go of the lock."""
+        if not (task.worker.inline_data_steps and task.state == WAITING):
+            self._wake(task, task.generation, entries)
+            return
+        task.generation += 1
+        task.handed = entries
+        self._stop_waiting_data(task)
+        task.state = RUNNING
+        inline.append(task)
 
     def _wake_all_waiting(self) -> None:
         with self._cond:
