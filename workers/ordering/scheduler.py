@@ -20,6 +20,7 @@ standalone Redis (``cluster_pool.ClusterQueuePool`` waits otherwise on a cluster
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import logging
@@ -56,6 +57,10 @@ STALL_S = 0.2
 # a process near one core is CPU-bound. Measured over windows of this many seconds.
 SATURATED_CORES = 0.8
 CPU_WINDOW_S = 0.05
+# ... provided the pool's stepping threads use at least this share of that CPU (read from
+# their CPU clocks once a window): a pool whose handlers mostly wait still grows in a
+# process kept busy by something else (another subscription's lanes).
+OWN_CPU_SHARE = 0.25
 # After a failed read (Redis away), the reader tries again this often.
 READ_RETRY_S = 0.2
 # CLIENT UNBLOCK sent before the read reached Redis answers 0: retried this often, this
@@ -124,6 +129,8 @@ class QueuePool:
         # start (0: none measured yet) and the process CPU time then.
         self._window_at = 0.0
         self._window_cpu = 0.0
+        self._window_steps_cpu = 0.0  # the stepping threads' CPU time at the window start
+        self._clocks: list[int] = []  # the stepping threads' CPU clocks
         self._saturated: bool | None = None  # None: not measured yet
         self._running_busy = 0  # stepping threads running a busy task's step
         self._reader_client: redis.Redis | None = None
@@ -194,9 +201,10 @@ class QueuePool:
     def useful_threads(self) -> int:
         """How many stepping threads the steps can use (under the lock, or as a hint).
         Python code runs one thread at a time, so once the process uses about a core
-        (``SATURATED_CORES``) another thread would only contend for it: the pool keeps
-        the threads it has. Steps that mostly wait (a handler's I/O) leave the process
-        below it, and the pool grows to ``threads``. Two until a window was measured."""
+        (``SATURATED_CORES``), mostly in this pool's steps (``OWN_CPU_SHARE``), another
+        thread would only contend for it: the pool keeps the threads it has. Steps that
+        mostly wait (a handler's I/O) leave it below that, and the pool grows to
+        ``threads``. Two until a window was measured."""
         if self._saturated is None:
             return min(2, self.threads)
         return self._stepping if self._saturated else self.threads
@@ -225,6 +233,9 @@ class QueuePool:
         return self._stopped and not self._tasks
 
     def _step_forever(self) -> None:
+        # A thread's CPU clock is not on every platform (``_steps_cpu``).
+        with self._cond, contextlib.suppress(AttributeError, OSError):
+            self._clocks.append(time.pthread_getcpuclockid(threading.get_ident()))
         while True:
             task = self._next_task()
             if task is None:
@@ -255,17 +266,28 @@ class QueuePool:
             self._unblock_reader(unblock)
 
     def _timed(self) -> None:
-        """A stepping thread ended a step (under the lock): measure the process's CPU use
-        once a window has passed (``useful_threads``)."""
+        """A stepping thread ended a step (under the lock): measure the process's CPU use,
+        and its stepping threads', once a window has passed (``useful_threads``)."""
         now = time.monotonic()
         self._step_ended_at = now
         if now - self._window_at < CPU_WINDOW_S:
             return
-        cpu = time.process_time()
+        process, steps = time.process_time(), self._steps_cpu()
         if self._window_at:
-            cores = (cpu - self._window_cpu) / (now - self._window_at)
-            self._saturated = cores >= SATURATED_CORES
-        self._window_at, self._window_cpu = now, cpu
+            used = process - self._window_cpu
+            cores = used / (now - self._window_at)
+            own = steps is None or steps - self._window_steps_cpu >= OWN_CPU_SHARE * used
+            self._saturated = cores >= SATURATED_CORES and own
+        self._window_at, self._window_cpu = now, process
+        self._window_steps_cpu = steps or 0.0
+
+    def _steps_cpu(self) -> float | None:
+        """The CPU time the stepping threads used so far (under the lock); None where
+        a thread's CPU clock cannot be read (then the process's use alone decides)."""
+        try:
+            return sum(time.clock_gettime(clock) for clock in self._clocks)
+        except OSError:
+            return None
 
     def _next_task(self) -> QueueTask | None:
         with self._cond:
