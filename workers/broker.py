@@ -84,6 +84,7 @@ class Broker:
         self._unlock = script(client, "unlock")
         # Commits meet from many queues' threads; sent together (per node on a cluster).
         commit = script(client, "commit")
+        self._commit_script = commit  # for ``commit_all``'s batches
         self._commit: CoalescedScript | NodeCoalescedScript = (
             CoalescedScript(client, commit)
             if cluster_of(client) is None
@@ -170,19 +171,21 @@ class Broker:
         )
         return CommitResult(CommitOutcome(int(reply[0])), int(reply[1]))
 
-    def commit_all(self, commits: Sequence[Commit]) -> list[CommitResult | Exception]:
-        """Several queues' fenced commits in one round trip (one per node on a cluster);
-        each is its own script run with its own result, or the error of its call (not
-        raised: a node that failed fails only its own queues' commits)."""
-        replies = self._commit.call_all(
-            [
-                (
-                    [keys.lock(c.ref, c.group), keys.offset(c.ref, c.group)],
-                    [c.owner, c.token, c.offset, c.completed],
-                )
-                for c in commits
-            ]
-        )
+    def commit_all(
+        self, commits: Sequence[Commit], *, node_wait_s: float | None = None
+    ) -> list[CommitResult | Exception]:
+        """Several queues' fenced commits in one round trip (``scripts.run_batch``: one
+        pipeline per node on a cluster, the nodes at once with ``node_wait_s``, so a node
+        that fails or is late fails only its own queues' commits, as their errors). Each
+        is its own script run with its own result."""
+        calls = [
+            (
+                [keys.lock(c.ref, c.group), keys.offset(c.ref, c.group)],
+                [c.owner, c.token, c.offset, c.completed],
+            )
+            for c in commits
+        ]
+        replies = run_batch(self.client, self._commit_script, calls, node_wait_s=node_wait_s)
         return [
             r if isinstance(r, Exception) else CommitResult(CommitOutcome(int(r[0])), int(r[1]))
             for r in replies

@@ -8,9 +8,8 @@ threads that call meanwhile queue theirs and wait, and the first of them sends a
 queued once the batch in flight is answered. Alone, a call costs what it did.
 
 Each call is still its own script run, atomic, with its own reply or error: coalescing
-changes when a call is sent, never what it does. ``call_all`` sends many calls of one
-caller in one batch (key ordering's periodic commits of every queue, docs/lanes.md §5).
-A failure of the whole round trip (Redis unreachable) is the error of every call in it.
+changes when a call is sent, never what it does. A failure of the whole round trip (Redis
+unreachable) is the error of every call in it.
 
 On a Redis Cluster, ``NodeCoalescedScript`` coalesces per node: the calls to one node go
 together on that node's connection, so a slow node holds up only its own calls. A call
@@ -60,29 +59,19 @@ class CoalescedScript:
         self._sending = False
 
     def __call__(self, keys: Sequence[Any], args: Sequence[Any]) -> Any:
-        (outcome,) = self.call_all([(keys, args)])
-        if isinstance(outcome, Exception):
-            raise outcome
-        return outcome
-
-    def call_all(self, calls: Sequence[tuple[Sequence[Any], Sequence[Any]]]) -> list[Any]:
-        """Several calls at once, sent in one batch (with any others queued meanwhile);
-        each one's reply, or its error as the exception (not raised)."""
-        if not calls:
-            return []
-        mine = [_Call(keys, args) for keys, args in calls]
+        call = _Call(keys, args)
         with self._mutex:
-            self._queued.extend(mine)  # together: the batch that takes the first takes all
+            self._queued.append(call)
             lead = not self._sending
             self._sending = True
         if not lead:
-            mine[0].done.wait()
-            lead = mine[0].lead
+            call.done.wait()
+            lead = call.lead
         if lead:
             self._send()
-        for call in mine:
-            call.done.wait()
-        return [call.error if call.error is not None else call.reply for call in mine]
+        if call.error is not None:
+            raise call.error
+        return call.reply
 
     def _send(self) -> None:
         """Send every queued call (the sender's own among them) as one pipeline, hand the
@@ -149,41 +138,10 @@ class NodeCoalescedScript:
         self._by_node: dict[redis.Redis, CoalescedScript] = {}
 
     def __call__(self, keys: Sequence[Any], args: Sequence[Any]) -> Any:
-        return self._of(node_client(self.cluster, str(keys[0])))(keys, args)
-
-    def call_all(self, calls: Sequence[tuple[Sequence[Any], Sequence[Any]]]) -> list[Any]:
-        """``CoalescedScript.call_all`` per node, the nodes at once (a thread each but
-        the first), so a slow or dead node holds up only its own calls."""
-        by_node: dict[redis.Redis, list[int]] = {}
-        for i, (keys, _) in enumerate(calls):
-            by_node.setdefault(node_client(self.cluster, str(keys[0])), []).append(i)
-        out: list[Any] = [None] * len(calls)
-
-        def send(node: redis.Redis, indexes: list[int]) -> None:
-            try:
-                replies = self._of(node).call_all([calls[i] for i in indexes])
-            except Exception as exc:  # e.g. no such node any more: its calls fail alone
-                replies = [exc] * len(indexes)
-            for i, reply in zip(indexes, replies, strict=True):
-                out[i] = reply
-
-        groups = list(by_node.items())
-        others = [
-            threading.Thread(target=send, args=group, name="lockstep-commit-node", daemon=True)
-            for group in groups[1:]
-        ]
-        for thread in others:
-            thread.start()
-        if groups:
-            send(*groups[0])
-        for thread in others:
-            thread.join()
-        return out
-
-    def _of(self, node: redis.Redis) -> CoalescedScript:
+        node = node_client(self.cluster, str(keys[0]))
         with self._mutex:
             coalesced = self._by_node.get(node)
             if coalesced is None:
                 coalesced = CoalescedScript(node, self.script, self.cluster)
                 self._by_node[node] = coalesced
-        return coalesced
+        return coalesced(keys, args)

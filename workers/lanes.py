@@ -81,7 +81,6 @@ class Lane:
         self._stop = stop
         self._cond = threading.Condition()
         self._state = _LaneState()
-        self._busy = False
         self._running: KeyRef | None = None  # the key whose head message runs now
         # The pool's map of the keys with messages in a lane (or running there) to that
         # lane; this lane adds and removes its own keys, under its lock.
@@ -147,7 +146,7 @@ class Lane:
             st = self._state
             return LaneStats(
                 self.index,
-                self._busy,
+                self._running is not None,
                 len(st.keys),
                 sum(len(q) for q in st.keys.values()),
                 len(st.retry),
@@ -166,7 +165,6 @@ class Lane:
                     ref = st.ready.popleft()
                     queue = st.keys.get(ref)
                     if queue:
-                        self._busy = True
                         self._running = ref
                         return ref, queue[0]
                 timeout = st.retry[0][0] - now if st.retry else 0.5
@@ -196,7 +194,6 @@ class Lane:
         head (they leave the lane)."""
         st = self._state
         with self._cond:
-            self._busy = False
             self._running = None
             queue = st.keys.get(ref)
             if queue is None:  # purged meanwhile

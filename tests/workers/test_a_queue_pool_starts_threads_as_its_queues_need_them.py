@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
 
 import pytest
 import redis
@@ -63,35 +64,44 @@ def _stepping(name: str) -> int:
     )
 
 
+@dataclass
+class _Started:
+    """A pool and the workers started on it, stopped after the test."""
+
+    pool: QueuePool
+    workers: list[_Worker] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.pool.name
+
+
 @pytest.fixture
-def pool(redis_client: redis.Redis, request: pytest.FixtureRequest) -> Iterator[QueuePool]:
-    name = request.node.name[-30:]
-    made = QueuePool(redis_client, THREADS, name)
-    workers: list[_Worker] = []
-    made.workers = workers  # type: ignore[attr-defined]
-    yield made
-    for worker in workers:
+def pool(redis_client: redis.Redis, request: pytest.FixtureRequest) -> Iterator[_Started]:
+    started = _Started(QueuePool(redis_client, THREADS, request.node.name[-30:]))
+    yield started
+    for worker in started.workers:
         worker.stop.set()
-        made.poke(worker)
-    made.stop()
-    for worker in workers:
+        started.pool.poke(worker)
+    started.pool.stop()
+    for worker in started.workers:
         worker.done.wait(5)
 
 
-def _start(pool: QueuePool, worker: _Worker) -> _Worker:
-    pool.workers.append(worker)  # type: ignore[attr-defined]
-    pool.start(worker)
+def _start(pool: _Started, worker: _Worker) -> _Worker:
+    pool.workers.append(worker)
+    pool.pool.start(worker)
     return worker
 
 
-def test_queues_that_start_and_wait_keep_one_thread(pool: QueuePool) -> None:
+def test_queues_that_start_and_wait_keep_one_thread(pool: _Started) -> None:
     workers = [_start(pool, _Worker(q)) for q in range(40)]
 
     wait_until(lambda: all(w.started.is_set() for w in workers), 10, "every queue started")
     assert _stepping(pool.name) == 1
 
 
-def test_busy_queues_bring_the_pool_to_its_size_and_no_further(pool: QueuePool) -> None:
+def test_busy_queues_bring_the_pool_to_its_size_and_no_further(pool: _Started) -> None:
     hold = threading.Event()
     try:
         for q in range(20):
@@ -104,7 +114,7 @@ def test_busy_queues_bring_the_pool_to_its_size_and_no_further(pool: QueuePool) 
 
 
 def test_a_queue_started_while_the_only_thread_is_in_a_long_step_runs_at_once(
-    pool: QueuePool,
+    pool: _Started,
 ) -> None:
     hold = threading.Event()
     long_step = _start(pool, _Worker(0, start_hold=hold))

@@ -90,7 +90,11 @@ class Commits:
                 if commit is not None:
                     taken.append((queue, commit))
             if taken:
-                results = self.broker.commit_all([commit for _, commit in taken])
+                # A node later than an interval fails its queues' commits for this
+                # round; they are taken again by the next one.
+                results = self.broker.commit_all(
+                    [commit for _, commit in taken], node_wait_s=self.interval_s
+                )
         except Exception as exc:  # Redis away: every queue in the round meets the error
             results = [exc] * len(taken)
         finally:

@@ -439,16 +439,14 @@ class KeyOrderingWorker(QueueWorker):
         was written, or the queue may not write (no token, fenced, lost)."""
         if not self._commit_lock.acquire(blocking=False):
             return None  # a lane is writing for this queue: the next round takes it
+        token, env = self.token, self.env
         try:
             with self._mutex:
-                due = self._dirty and not self._closed
-                due = due and self.token is not None and self.release_lock
-                if due:
+                due = self._dirty and not self._closed and self.release_lock
+                if due and token is not None:
                     self._dirty = False
                     low, completed = self.tracker.low_water, self.tracker.completed_above()
-            if due and self.token is not None:
-                env = self.env
-                return Commit(self.ref, env.sub.group, env.consumer_id, self.token, low, completed)
+                    return Commit(self.ref, env.sub.group, env.consumer_id, token, low, completed)
         except BaseException:
             self._commit_lock.release()
             raise
