@@ -11,11 +11,11 @@ Beyond the base contract:
   message at ``max_reconsume_times`` is dead-lettered and committed past in one fenced
   step.
 - Committed offset = the smallest offset not yet done (handled or dead-lettered). The
-  handled position is committed (fenced) at most every ``commit_interval_ms``, when the
-  queue goes idle, before a suspend, and in ``finish`` before the queue is unlocked; a
-  dead-letter move commits it with itself. With ``commit_interval_ms = 0`` every batch
-  is committed when it ends. A crash redelivers at most what was handled since the last
-  commit (docs/semantics.md §9).
+  handled position is committed (fenced) at most every ``commit_interval_ms`` (an idle
+  queue waits for data at most until then, and commits), before a suspend, and in
+  ``finish`` before the queue is unlocked; a dead-letter move commits it with itself.
+  With ``commit_interval_ms = 0`` every batch is committed when it ends. A crash
+  redelivers at most what was handled since the last commit (docs/semantics.md §9).
 See docs/semantics.md.
 """
 
@@ -79,10 +79,9 @@ class QueueOrderingWorker(QueueWorker):
                 handed = yield Wait(self.paused_until - now)
                 continue
             if not self.buffer and not self._fill(handed):
-                self._write_commit()  # idle: the stored offset catches up at once
                 self.state = "idle"
                 streak_start = time.monotonic()
-                handed = yield self.data_wait()
+                handed = yield self.data_wait(self._idle_commit())
                 continue
             handed = None
             self.state = "consuming"
@@ -219,6 +218,20 @@ class QueueOrderingWorker(QueueWorker):
             entry,
             offset_group=env.offset_group,
         )
+
+    def _idle_commit(self) -> float | None:
+        """An idle queue's commit: the handled position is written once
+        ``commit_interval_ms`` has passed since the last commit (at once with 0), not at
+        every wait, so a thousand queues woken by a few messages each do not each pay a
+        commit per wake-up (docs/reading.md). The longest the queue may wait for data
+        before that commit is due; None when nothing is left to write."""
+        if self._unwritten is None:
+            return None
+        left = self._commit_due - time.monotonic()
+        if self._interval_s > 0 and left > 0:
+            return left
+        self._write_commit()
+        return None
 
     def _write_commit(self) -> bool:
         """Commit the handled position if it moved since the last commit; False when the
