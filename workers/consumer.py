@@ -200,11 +200,15 @@ class Consumer:
         )
 
     def _commits(self, sub: Subscription) -> Commits | None:
-        """Key ordering: who writes the queues' periodic commits (every
-        ``flush_interval_ms``), every queue's in one round trip."""
-        if sub.ordering is not Ordering.KEY:
+        """Who writes the queues' periodic commits, every queue's in one round trip:
+        key ordering's every ``flush_interval_ms``, queue ordering's every
+        ``commit_interval_ms`` (none with 0: each batch commits itself)."""
+        if sub.ordering is Ordering.KEY:
+            interval_s = sub.flush_interval_ms / 1000.0
+        elif sub.commit_interval_ms > 0:
+            interval_s = sub.commit_interval_ms / 1000.0
+        else:
             return None
-        interval_s = sub.flush_interval_ms / 1000.0
         return Commits(self.broker, interval_s, f"{sub.group}-{sub.topic}"[:40])
 
     def _runner(self, sub: Subscription) -> Runner | None:

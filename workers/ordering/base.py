@@ -229,6 +229,15 @@ class QueueWorker(ABC):
         self._stopping.set()
         self._poke()
 
+    def commit_failed(self, exc: Exception) -> None:
+        """A commit round's write of this queue failed (it is written again by the next
+        round or the final commit): an outage is told once and the queue starts again
+        from the store (``redis_failed``); any other error is logged."""
+        if isinstance(exc, REDIS_DOWN):
+            self.redis_failed(exc)
+        else:
+            log.warning("commit of %s failed: %s", self.ref, exc)
+
     def redis_failed(self, exc: BaseException) -> None:
         """A Redis call of this queue failed because Redis is unreachable: told once per
         outage (workers.outage), then the queue starts again from the store."""

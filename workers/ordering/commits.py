@@ -1,23 +1,25 @@
-"""Key ordering's periodic commits: every queue of a subscription in one round trip.
+"""A subscription's periodic commits: every queue of it in one round trip.
 
 Under key ordering a queue's committed offset moves as its lanes finish messages, and is
-written every ``flush_interval_ms`` (docs/lanes.md §5). ``Commits`` writes it for all
-the subscription's queues at once, from one thread: each interval it takes a snapshot of
-every queue with something new to commit and sends all of them in one pipeline
-(``Broker.commit_all``; one per node on a cluster), as RocketMQ persists all of a
-consumer's offsets in one request. Each commit is still its own fenced script run, and
+written every ``flush_interval_ms`` (docs/lanes.md §5); under queue ordering the handled
+position is written every ``commit_interval_ms`` (docs/semantics.md §3). ``Commits``
+writes it for all the subscription's queues at once, from one thread: each interval it
+takes a snapshot of every queue with something new to commit and sends all of them in one
+pipeline (``Broker.commit_all``; one per node on a cluster), as RocketMQ persists all of
+a consumer's offsets in one request. Each commit is still its own fenced script run, and
 each queue handles its own result (a refused one drops its queue).
 
 A queue's snapshot is taken under its commit lock, which is held until its result is
 handled, so an older snapshot never lands after a newer one (``Committing``). A queue
-whose lock is busy (a lane writing a dead letter or parking) is left for the next round.
-A queue writes its final commit itself, when it finishes.
+whose lock is busy (writing a dead letter, parking, or a commit of its own) is left for
+the next round. A queue writes its final commit itself, when it finishes.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Protocol
 
 from lockstep.workers.broker import Broker, Commit, CommitResult
@@ -26,7 +28,7 @@ log = logging.getLogger(__name__)
 
 
 class Committing(Protocol):
-    """What ``Commits`` needs of a queue (``KeyOrderingWorker``)."""
+    """What ``Commits`` needs of a queue (``KeyOrderingWorker``, ``QueueOrderingWorker``)."""
 
     def commit_snapshot(self) -> Commit | None:
         """The commit to send now, holding the queue's commit lock until
@@ -37,8 +39,24 @@ class Committing(Protocol):
         """Handle the result of ``commit`` and release the commit lock."""
 
 
+def held_snapshot(lock: threading.Lock, take: Callable[[], Commit | None]) -> Commit | None:
+    """``Committing.commit_snapshot``'s locking: ``take()`` under ``lock``, taken without
+    waiting (None when it is busy), which stays held when a commit is returned (until
+    ``commit_done``) and is released otherwise."""
+    if not lock.acquire(blocking=False):
+        return None
+    try:
+        commit = take()
+    except BaseException:
+        lock.release()
+        raise
+    if commit is None:
+        lock.release()
+    return commit
+
+
 class Commits:
-    """The commit thread of one key-ordered subscription (module docstring)."""
+    """The commit thread of one subscription (module docstring)."""
 
     def __init__(self, broker: Broker, interval_s: float, name: str) -> None:
         self.broker = broker

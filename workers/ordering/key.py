@@ -36,7 +36,7 @@ from lockstep.workers.lanes import LanePool, Task, Verdict
 from lockstep.workers.message import MalformedEntry, Message, deserialize, serialize
 from lockstep.workers.offset_tracker import OffsetTracker
 from lockstep.workers.ordering.base import FailureLog, QueueWorker, WorkerEnv, malformed_dead_letter
-from lockstep.workers.ordering.commits import Commits
+from lockstep.workers.ordering.commits import Commits, held_snapshot
 from lockstep.workers.ordering.runner import READY, Handed, Wait
 from lockstep.workers.outage import REDIS_DOWN
 from lockstep.workers.refs import QueueRef
@@ -437,21 +437,18 @@ class KeyOrderingWorker(QueueWorker):
         """``Committing``: the commit to send now, under the commit lock (held until
         ``commit_done``); None when nothing changed, the lock is busy, the final commit
         was written, or the queue may not write (no token, fenced, lost)."""
-        if not self._commit_lock.acquire(blocking=False):
-            return None  # a lane is writing for this queue: the next round takes it
+        # A busy lock: a lane is writing for this queue, and the next round takes it.
+        return held_snapshot(self._commit_lock, self._take_completed)
+
+    def _take_completed(self) -> Commit | None:
         token, env = self.token, self.env
-        try:
-            with self._mutex:
-                due = self._dirty and not self._closed and self.release_lock
-                if due and token is not None:
-                    self._dirty = False
-                    low, completed = self.tracker.low_water, self.tracker.completed_above()
-                    return Commit(self.ref, env.sub.group, env.consumer_id, token, low, completed)
-        except BaseException:
-            self._commit_lock.release()
-            raise
-        self._commit_lock.release()
-        return None
+        with self._mutex:
+            due = self._dirty and not self._closed and self.release_lock
+            if not due or token is None:
+                return None
+            self._dirty = False
+            low, completed = self.tracker.low_water, self.tracker.completed_above()
+        return Commit(self.ref, env.sub.group, env.consumer_id, token, low, completed)
 
     def commit_done(self, commit: Commit, result: CommitResult | Exception) -> None:
         """``Committing``: handle the result of ``commit``, then release the lock."""
@@ -466,10 +463,7 @@ class KeyOrderingWorker(QueueWorker):
                 return
             with self._mutex:
                 self._dirty = True  # not written: the next round (or the final one) does
-            if isinstance(result, REDIS_DOWN):
-                self.redis_failed(result)
-            else:
-                log.warning("commit of %s failed: %s", self.ref, result)
+            self.commit_failed(result)
         finally:
             self._commit_lock.release()
 

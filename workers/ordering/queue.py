@@ -11,10 +11,13 @@ Beyond the base contract:
   message at ``max_reconsume_times`` is dead-lettered and committed past in one fenced
   step.
 - Committed offset = the smallest offset not yet done (handled or dead-lettered). The
-  handled position is committed (fenced) at most every ``commit_interval_ms`` (an idle
-  queue waits for data at most until then, and commits), before a suspend, and in
-  ``finish`` before the queue is unlocked; a dead-letter move commits it with itself.
-  With ``commit_interval_ms = 0`` every batch is committed when it ends. A crash
+  handled position is committed (fenced) every ``commit_interval_ms`` by the
+  subscription's commit rounds (``commits.Commits``: every queue whose position moved,
+  in one round trip), at once for the queue's first batch and for a batch that outlived
+  the client-side lock, before a suspend, and in ``finish`` before the queue is
+  unlocked; a dead-letter move commits it with itself. With ``commit_interval_ms = 0``
+  every batch is committed when it ends. Broadcasting (no fence) commits its own: an
+  idle queue waits for data at most until its interval has passed, and commits. A crash
   redelivers at most what was handled since the last commit (docs/semantics.md §9).
 See docs/semantics.md.
 """
@@ -28,7 +31,7 @@ from collections.abc import Generator
 from typing import Any
 
 from lockstep.workers import events as ev
-from lockstep.workers.broker import CommitResult, dead_letter_entry
+from lockstep.workers.broker import Commit, CommitResult, dead_letter_entry
 from lockstep.workers.cards import QueueSnapshot
 from lockstep.workers.config import UNBOUNDED
 from lockstep.workers.message import MalformedEntry, Message
@@ -39,6 +42,7 @@ from lockstep.workers.ordering.base import (
     WorkerEnv,
     malformed_dead_letter,
 )
+from lockstep.workers.ordering.commits import held_snapshot
 from lockstep.workers.ordering.runner import READY, Handed, Wait
 from lockstep.workers.outage import REDIS_DOWN
 from lockstep.workers.refs import QueueRef
@@ -58,11 +62,21 @@ class QueueOrderingWorker(QueueWorker):
         self._interval_s = env.sub.commit_interval_ms / 1000.0
         self._unwritten: int | None = None  # handled position not yet committed
         self._commit_due = 0.0
+        # The subscription's commit rounds write the periodic commits (fenced queues, an
+        # interval set); the queue writes its own otherwise (``_idle_commit``).
+        self._rounds = env.commits if token is not None and self._interval_s > 0 else None
+        # Held from a round's snapshot of ``_unwritten`` until its answer, and by the
+        # queue's own fenced writes: an older position never lands after a newer one.
+        self._commit_lock = threading.Lock()
+        self._mutex = threading.Lock()  # ``_unwritten`` and ``_closed``, for the rounds
+        self._closed = False  # the final commit was written: the rounds write no more
 
     # -- the contract ----------------------------------------------------------------
     def restore(self) -> None:
         env = self.env
         self.next_fetch = env.broker.read_offset(self.ref, env.offset_group).committed
+        if self._rounds is not None:
+            self._rounds.add(self)
 
     def consume(self) -> Generator[Wait, Handed, None]:
         t = self.env.timings
@@ -96,12 +110,16 @@ class QueueOrderingWorker(QueueWorker):
     def finish(self) -> None:
         """Commit the handled position, unless the queue was fenced, lost or abandoned
         (nothing more may be written then)."""
-        if not self.release_lock:
-            return
         try:
-            self._write_commit()
+            if self.release_lock:
+                self._write_commit()
         except REDIS_DOWN as exc:
             self.redis_failed(exc)
+        finally:
+            if self._rounds is not None:
+                with self._commit_lock, self._mutex:
+                    self._closed = True
+                self._rounds.remove(self)
 
     def commit_point(self) -> int:
         # A foreign entry holds no place in the order (its offset may be one done already).
@@ -156,8 +174,14 @@ class QueueOrderingWorker(QueueWorker):
             self.buffer.popleft()
             self.failures.take(m.offset)
             self.report_handled(m)
-        self._unwritten = batch[-1].offset + 1
-        if self._interval_s <= 0 or time.monotonic() >= self._commit_due:
+        with self._mutex:
+            self._unwritten = batch[-1].offset + 1
+        if self._interval_s <= 0 or not self.lock_valid() or not self._commit_due:
+            # At once: every batch (no interval), the queue's first (its progress shows
+            # from the start), and a batch that outlived the client-side lock (its write
+            # is refused if another consumer holds the queue now, and that is reported).
+            self._write_commit()
+        elif self._rounds is None and time.monotonic() >= self._commit_due:
             self._write_commit()
 
     def _on_suspend(self, batch: list[Message], error: str, suspend_s: float) -> None:
@@ -192,7 +216,6 @@ class QueueOrderingWorker(QueueWorker):
         result = self._move_to_dead_letters(entry)
         if not self.accepted(result, self.commit_point()):
             return False
-        self._unwritten = None  # the move committed past it
         self.report_dead_letter(message, error, result.dlq_id, self.commit_point())
         return True
 
@@ -202,30 +225,35 @@ class QueueOrderingWorker(QueueWorker):
             malformed_dead_letter(self.ref, self.env.sub.group, bad)
         )
         if self.accepted(result, self.commit_point()):
-            self._unwritten = None  # the move committed past it
             self.report_malformed(bad, result.dlq_id)
 
     def _move_to_dead_letters(self, entry: dict[str, Any]) -> CommitResult:
         """Dead-letter the entry and commit past it, in one fenced step (unfenced when
-        broadcasting)."""
+        broadcasting); the handled position needs no commit of its own then."""
         env = self.env
-        return env.broker.dead_letter(
-            self.ref,
-            env.sub.group,
-            env.consumer_id,
-            self.token,
-            self.commit_point(),
-            entry,
-            offset_group=env.offset_group,
-        )
+        with self._commit_lock:
+            result = env.broker.dead_letter(
+                self.ref,
+                env.sub.group,
+                env.consumer_id,
+                self.token,
+                self.commit_point(),
+                entry,
+                offset_group=env.offset_group,
+            )
+            if result.ok:
+                with self._mutex:
+                    self._unwritten = None  # the move committed past it
+        return result
 
     def _idle_commit(self) -> float | None:
-        """An idle queue's commit: the handled position is written once
-        ``commit_interval_ms`` has passed since the last commit (at once with 0), not at
-        every wait, so a thousand queues woken by a few messages each do not each pay a
-        commit per wake-up (docs/reading.md). The longest the queue may wait for data
-        before that commit is due; None when nothing is left to write."""
-        if self._unwritten is None:
+        """An idle queue's commit when it writes its own (broadcasting, or an interval of
+        0): written once ``commit_interval_ms`` has passed since the last commit (at once
+        with 0), not at every wait, so queues woken by a few messages each do not each pay
+        a commit per wake-up (docs/reading.md). The longest the queue may wait for data
+        before that commit is due; None when nothing is left to write, or when the
+        subscription's commit rounds write it."""
+        if self._unwritten is None or self._rounds is not None:
             return None
         left = self._commit_due - time.monotonic()
         if self._interval_s > 0 and left > 0:
@@ -234,11 +262,44 @@ class QueueOrderingWorker(QueueWorker):
         return None
 
     def _write_commit(self) -> bool:
-        """Commit the handled position if it moved since the last commit; False when the
-        commit was refused (the queue is then dropped)."""
-        offset, self._unwritten = self._unwritten, None
-        self._commit_due = time.monotonic() + self._interval_s
-        return offset is None or self._commit(offset)
+        """Commit the handled position if it moved since the last commit, now; False when
+        the commit was refused (the queue is then dropped)."""
+        with self._commit_lock:
+            with self._mutex:
+                offset, self._unwritten = self._unwritten, None
+            self._commit_due = time.monotonic() + self._interval_s
+            return offset is None or self._commit(offset)
+
+    # -- the commit rounds (``commits.Committing``) ------------------------------------
+    def commit_snapshot(self) -> Commit | None:
+        """The handled position to commit in this round, under the commit lock (held
+        until ``commit_done``); None when it did not move, the lock is busy (the queue
+        writes itself), or the queue may not write (fenced, lost, finished)."""
+        return held_snapshot(self._commit_lock, self._take_unwritten)
+
+    def _take_unwritten(self) -> Commit | None:
+        with self._mutex:
+            offset, token = self._unwritten, self.token
+            if self._closed or not self.release_lock or offset is None or token is None:
+                return None
+            self._unwritten = None
+        env = self.env
+        return Commit(self.ref, env.sub.group, env.consumer_id, token, offset)
+
+    def commit_done(self, commit: Commit, result: CommitResult | Exception) -> None:
+        """The round's answer for this queue: accepted or refused (``accepted``), or an
+        error (written again by the next round or the final commit); releases the
+        commit lock."""
+        try:
+            if not isinstance(result, Exception):
+                self.accepted(result, commit.offset)
+                return
+            with self._mutex:
+                if self._unwritten is None:
+                    self._unwritten = commit.offset
+            self.commit_failed(result)
+        finally:
+            self._commit_lock.release()
 
     def _commit(self, offset: int) -> bool:
         env = self.env

@@ -57,6 +57,14 @@ STALL_S = 0.2
 # a process near one core is CPU-bound. Measured over windows of this many seconds.
 SATURATED_CORES = 0.8
 CPU_WINDOW_S = 0.05
+# While the pool is CPU-bound, the threads that step at once are brought down by one a
+# window, to this many at least (``_active``): under the GIL every one more only adds
+# lock and GIL hand-offs. They go up again by one a window while a ready task has waited
+# ``QUEUED_S`` and the pool is not CPU-bound (steps that wait on I/O). The bound holds
+# only while steps keep ending: once none ended for ``QUEUED_S``, the threads in steps
+# are in long ones (a handler's I/O), and an idle thread takes the next ready task.
+MIN_ACTIVE = 2
+QUEUED_S = 0.01
 # ... provided the pool's stepping threads use at least this share of that CPU (read from
 # their CPU clocks once a window): a pool whose handlers mostly wait still grows in a
 # process kept busy by something else (another subscription's lanes).
@@ -133,6 +141,7 @@ class QueuePool:
         self._clocks: list[int] = []  # the stepping threads' CPU clocks
         self._saturated: bool | None = None  # None: not measured yet
         self._running_busy = 0  # stepping threads running a busy task's step
+        self._active = threads  # how many stepping threads may be in steps at once
         self._reader_client: redis.Redis | None = None
 
     # -- the runner interface ----------------------------------------------------------
@@ -175,8 +184,9 @@ class QueuePool:
         task.state = READY
         task.busy = busy
         self._ready.append(task)
-        self._cond.notify()
         task.ready_at = time.monotonic()
+        if not self._at_active_bound(task.ready_at):
+            self._cond.notify()
         if busy or self._running_busy >= self._stepping:
             self._grow()
 
@@ -195,8 +205,12 @@ class QueuePool:
         now = time.monotonic()
         waited = now - self._ready[0].ready_at if self._ready else 0.0
         stuck = now - self._step_ended_at >= STALL_S and now - self._grown_at >= STALL_S
-        if not self._idle and waited >= STALL_S and stuck:
-            self._grow(stalled=True)
+        if waited >= STALL_S and stuck:
+            self._active = min(self.threads, self._active + 1)
+            if self._idle:
+                self._cond.notify()
+            else:
+                self._grow(stalled=True)
 
     def useful_threads(self) -> int:
         """How many stepping threads the steps can use (under the lock, or as a hint).
@@ -213,7 +227,7 @@ class QueuePool:
         """Start a stepping thread if tasks wait that no idle thread will take, up to
         ``useful_threads`` (``threads`` when ``stalled``: every thread is in a long step).
         Under the lock."""
-        most = self.threads if stalled else self.useful_threads()
+        most = self.threads if stalled else min(self._active, self.useful_threads())
         if len(self._ready) <= self._idle or self._stepping >= most:
             return
         self._grown_at = time.monotonic()
@@ -236,16 +250,16 @@ class QueuePool:
         # A thread's CPU clock is not on every platform (``_steps_cpu``).
         with self._cond, contextlib.suppress(AttributeError, OSError):
             self._clocks.append(time.pthread_getcpuclockid(threading.get_ident()))
-        while True:
-            task = self._next_task()
-            if task is None:
-                return
-            self._step(task, timed=True)
+        task = self._next_task()
+        while task is not None:
+            task = self._step(task, timed=True) or self._next_task()
 
-    def _step(self, task: QueueTask, *, timed: bool = False) -> None:
+    def _step(self, task: QueueTask, *, timed: bool = False) -> QueueTask | None:
         """Run ``task``'s next step (it is RUNNING, taken by this thread), then put it
         where the step's ``Wait`` says; ``timed``: a stepping thread's step (it marks the
-        time for ``unstall`` and ``useful_threads``)."""
+        time for ``unstall`` and ``useful_threads``), which also takes the next ready
+        task in the same hold of the lock, and returns it: one hold per step, not two,
+        where a busy pool's threads meet."""
         handed, task.handed = task.handed, None
         try:
             wait: Wait | None = task.steps.send(handed)  # send(None) starts it
@@ -256,14 +270,19 @@ class QueuePool:
             wait = None
         if wait is None:
             self._finish(task)
-            return
+            return None
+        following = None
         with self._cond:
             if timed:
                 self._timed()
             self._step_ended(task)
             unblock = self._park(task, wait)
+            if timed:
+                self._fire_timers()
+                following = self._take_ready()
         if unblock:
             self._unblock_reader(unblock)
+        return following
 
     def _timed(self) -> None:
         """A stepping thread ended a step (under the lock): measure the process's CPU use,
@@ -278,8 +297,19 @@ class QueuePool:
             cores = used / (now - self._window_at)
             own = steps is None or steps - self._window_steps_cpu >= OWN_CPU_SHARE * used
             self._saturated = cores >= SATURATED_CORES and own
+            self._adjust_active(now)
         self._window_at, self._window_cpu = now, process
         self._window_steps_cpu = steps or 0.0
+
+    def _adjust_active(self, now: float) -> None:
+        """Once a window (under the lock): one thread fewer in steps at once while the
+        pool is CPU-bound, one more while a ready task waits and it is not."""
+        if self._saturated:
+            stepping_now = self._stepping - self._idle
+            self._active = max(MIN_ACTIVE, min(self._active, stepping_now) - 1)
+        elif self._ready and now - self._ready[0].ready_at >= QUEUED_S:
+            self._active = min(self.threads, self._active + 1)
+            self._cond.notify()
 
     def _steps_cpu(self) -> float | None:
         """The CPU time the stepping threads used so far (under the lock); None where
@@ -293,12 +323,8 @@ class QueuePool:
         with self._cond:
             while True:
                 self._fire_timers()
-                if self._ready:
-                    task = self._ready.popleft()
-                    task.state = RUNNING
-                    if task.busy:
-                        self._running_busy += 1
-                        self._grow()
+                task = self._take_ready()
+                if task is not None:
                     return task
                 if self.ending():
                     return None
@@ -308,6 +334,26 @@ class QueuePool:
                     self._cond.wait(timeout if timeout is None else max(0.0, timeout))
                 finally:
                     self._idle -= 1
+
+    def _take_ready(self) -> QueueTask | None:
+        """The next ready task, taken (RUNNING) by the calling stepping thread; None when
+        none is ready, or when as many other threads as may (``_active``) are in steps.
+        Under the lock."""
+        if not self._ready or self._at_active_bound(time.monotonic(), taking=True):
+            return None
+        task = self._ready.popleft()
+        task.state = RUNNING
+        if task.busy:
+            self._running_busy += 1
+            self._grow()
+        return task
+
+    def _at_active_bound(self, now: float, *, taking: bool = False) -> bool:
+        """Whether as many threads as may (``_active``) are in steps, and steps keep
+        ending (``QUEUED_S``); ``taking``: the calling thread, not idle, is one of them.
+        Under the lock."""
+        in_steps = self._stepping - self._idle - (1 if taking else 0)
+        return in_steps >= self._active and now - self._step_ended_at < QUEUED_S
 
     def _finish(self, task: QueueTask) -> None:
         task.steps.close()
