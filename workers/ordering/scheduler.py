@@ -59,10 +59,10 @@ SATURATED_CORES = 0.8
 CPU_WINDOW_S = 0.05
 # While the pool is CPU-bound, the threads that step at once are brought down by one a
 # window, to this many at least (``_active``): under the GIL every one more only adds
-# lock and GIL hand-offs. They go up again by one a window while a ready task has waited
-# ``QUEUED_S`` and the pool is not CPU-bound (steps that wait on I/O). The bound holds
-# only while steps keep ending: once none ended for ``QUEUED_S``, the threads in steps
-# are in long ones (a handler's I/O), and an idle thread takes the next ready task.
+# lock and GIL hand-offs. The bound is lifted when a ready task has waited ``QUEUED_S``
+# and the pool is not CPU-bound (steps that wait on I/O). It holds only while steps keep
+# ending: once none ended for ``QUEUED_S``, the threads in steps are in long ones (a
+# handler's I/O), and an idle thread takes the next ready task.
 MIN_ACTIVE = 2
 QUEUED_S = 0.01
 # ... provided the pool's stepping threads use at least this share of that CPU (read from
@@ -303,13 +303,14 @@ class QueuePool:
 
     def _adjust_active(self, now: float) -> None:
         """Once a window (under the lock): one thread fewer in steps at once while the
-        pool is CPU-bound, one more while a ready task waits and it is not."""
+        pool is CPU-bound; while it is not and a ready task waits, as many as it has (a
+        handler's I/O needs them at once, not one a window)."""
         if self._saturated:
             stepping_now = self._stepping - self._idle
             self._active = max(MIN_ACTIVE, min(self._active, stepping_now) - 1)
         elif self._ready and now - self._ready[0].ready_at >= QUEUED_S:
-            self._active = min(self.threads, self._active + 1)
-            self._cond.notify()
+            self._active = self.threads
+            self._cond.notify_all()
 
     def _steps_cpu(self) -> float | None:
         """The CPU time the stepping threads used so far (under the lock); None where
