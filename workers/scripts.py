@@ -119,11 +119,14 @@ def _run_on_nodes_at_once(
         return dict(answers)
 
 
-def _unanswered(node: redis.Redis, wait_s: float) -> redis.TimeoutError:
+class NodeLate(redis.TimeoutError):
+    """A node had not answered within ``run_batch``'s ``node_wait_s``: reachable, maybe
+    only slow, and its calls may still run."""
+
+
+def _unanswered(node: redis.Redis, wait_s: float) -> NodeLate:
     where = node.get_connection_kwargs()
-    return redis.TimeoutError(
-        f"{where.get('host')}:{where.get('port')} did not answer within {wait_s:g} s"
-    )
+    return NodeLate(f"{where.get('host')}:{where.get('port')} did not answer within {wait_s:g} s")
 
 
 def _run_on_node(

@@ -77,6 +77,7 @@ from lockstep.workers.ordering.runner import (
 )
 from lockstep.workers.outage import REDIS_DOWN, redis_outage
 from lockstep.workers.refs import QueueRef
+from lockstep.workers.scripts import NodeLate
 
 log = logging.getLogger(__name__)
 
@@ -231,8 +232,12 @@ class QueueWorker(ABC):
 
     def commit_failed(self, exc: Exception) -> None:
         """A commit round's write of this queue failed (it is written again by the next
-        round or the final commit): an outage is told once and the queue starts again
-        from the store (``redis_failed``); any other error is logged."""
+        round or the final commit). A node that was only late (``scripts.NodeLate``) is
+        left to the next round: starting the queue again from the store would only
+        handle again what it handled since. An outage is told once and the queue starts
+        again from the store (``redis_failed``); any other error is logged."""
+        if isinstance(exc, NodeLate):
+            return
         if isinstance(exc, REDIS_DOWN):
             self.redis_failed(exc)
         else:

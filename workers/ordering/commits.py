@@ -26,6 +26,10 @@ from lockstep.workers.broker import Broker, Commit, CommitResult
 
 log = logging.getLogger(__name__)
 
+# The least a round waits for a node of a cluster before it leaves that node's commits to
+# the next round.
+LATE_NODE_S = 1.0
+
 
 class Committing(Protocol):
     """What ``Commits`` needs of a queue (``KeyOrderingWorker``, ``QueueOrderingWorker``)."""
@@ -108,10 +112,12 @@ class Commits:
                 if commit is not None:
                     taken.append((queue, commit))
             if taken:
-                # A node later than an interval fails its queues' commits for this
-                # round; they are taken again by the next one.
+                # A node later than an interval (a second at least: a loaded machine's
+                # pause is not an outage) fails its queues' commits for this round; they
+                # are taken again by the next one.
                 results = self.broker.commit_all(
-                    [commit for _, commit in taken], node_wait_s=self.interval_s
+                    [commit for _, commit in taken],
+                    node_wait_s=max(self.interval_s, LATE_NODE_S),
                 )
         except Exception as exc:  # Redis away: every queue in the round meets the error
             results = [exc] * len(taken)
