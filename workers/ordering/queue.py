@@ -176,13 +176,17 @@ class QueueOrderingWorker(QueueWorker):
             self.report_handled(m)
         with self._mutex:
             self._unwritten = batch[-1].offset + 1
-        if self._interval_s <= 0 or not self.lock_valid() or not self._commit_due:
-            # At once: every batch (no interval), the queue's first (its progress shows
-            # from the start), and a batch that outlived the client-side lock (its write
-            # is refused if another consumer holds the queue now, and that is reported).
+        if self._commits_now():
             self._write_commit()
-        elif self._rounds is None and time.monotonic() >= self._commit_due:
-            self._write_commit()
+
+    def _commits_now(self) -> bool:
+        """Whether a batch's success commits at once: every batch (no interval), the
+        queue's first (its progress shows from the start), a batch that outlived the
+        client-side lock (its write is refused if another consumer holds the queue now,
+        and that is reported), and a due one when no commit rounds write it."""
+        if self._interval_s <= 0 or not self._commit_due or not self.lock_valid():
+            return True
+        return self._rounds is None and time.monotonic() >= self._commit_due
 
     def _on_suspend(self, batch: list[Message], error: str, suspend_s: float) -> None:
         limit = self.env.sub.max_reconsume_times

@@ -308,7 +308,9 @@ class QueuePool:
         if self._saturated:
             stepping_now = self._stepping - self._idle
             self._active = max(MIN_ACTIVE, min(self._active, stepping_now) - 1)
-        elif self._ready and now - self._ready[0].ready_at >= QUEUED_S:
+            return
+        waiting = bool(self._ready) and now - self._ready[0].ready_at >= QUEUED_S
+        if waiting and self._active < self.threads:
             self._active = self.threads
             self._cond.notify_all()
 
