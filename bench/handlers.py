@@ -5,7 +5,8 @@ cost the runtime almost nothing: per key the highest offset handled, a count of 
 violations (an offset arriving below one already handled for its key) and of duplicates,
 and the wall-clock times of the first and the last completion. They publish it to the hash
 ``bench:stats:<topic>:<group>`` every 0.25 s and once more (with ``final``) when
-``LOCKSTEP_BENCH_TOTAL`` messages were handled.
+``LOCKSTEP_BENCH_TOTAL`` messages were handled; the messages handled after that are a new
+phase, counted and timed from zero (the per-key order checks go on across phases).
 
 ``recorded_sleep10`` (the kill/restart case) records every completion in Redis, where it
 survives the process: ``bench:{<topic>:<group>}:handled`` counts handlings per
@@ -97,6 +98,8 @@ class _Stats:
         now = time.time()
         snapshot: dict[Any, Any] | None = None
         with self.lock:
+            if self.final:
+                self._next_phase()
             self.count += len(messages)
             self.violations += violations
             self.duplicates += duplicates
@@ -118,6 +121,13 @@ class _Stats:
                 }
         if snapshot is not None:
             _redis().hset(self.key, mapping=snapshot)
+
+    def _next_phase(self) -> None:
+        """Count and time from zero (under the lock)."""
+        self.count = 0
+        self.first_t = self.first_n = 0
+        self.last_t = self.published = 0.0
+        self.final = False
 
 
 _stats: dict[tuple[str, str], _Stats] = {}

@@ -15,8 +15,11 @@ them all. Then, in that process:
   handler starts (the handler stamps ``time.time()``; sent one at a time, each after the
   previous one was handled);
 - ``busy_msgs_per_s``: every queue fed (``busy_messages`` spread over all N), no-op,
-  from the handler's first completion to its last; ``busy_msgs_per_s_8_queues``: the
-  same messages through a fresh process owning 8 queues, in the same run;
+  from the handler's first completion to its last: the median of ``busy_rounds`` such
+  phases of the same process (each in ``busy_msgs_per_s_rounds``; one phase lasts about
+  a second, and on a shared 2-core machine one alone moves by a fifth from run to run);
+  ``busy_msgs_per_s_8_queues``: the same through a fresh process owning 8 queues, in the
+  same run; ``busy_ratio_to_8_queues``: the ratio of the two medians;
 - ``redis_connections_busy``: the most of its connections seen while it was busy (checked
   every 0.1 s);
 - ``rss_mb``: the process's resident memory once busy.
@@ -30,6 +33,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -60,6 +64,7 @@ CASES = {
     "key": ["--ordering", "key", "--lanes", str(LANES)],
 }
 BUSY_MESSAGES = 40_960
+BUSY_ROUNDS = 3
 CLUSTER_MASTERS = 3
 # The harness's own clients, told apart from the consumer's in CLIENT LIST.
 HARNESS = "manyqueues-harness"
@@ -83,16 +88,17 @@ def run(
     busy_messages: int = BUSY_MESSAGES,
     settle_timeout: float = 300.0,
     cluster: bool = False,
+    busy_rounds: int = BUSY_ROUNDS,
 ) -> dict[str, Any]:
     """Both orderings at ``queues`` queues; see the module docstring for the figures."""
     started = time.monotonic()
     result: dict[str, Any] = {"queues": queues, "lanes": LANES, "targets": TARGETS}
     result["server"] = f"cluster of {CLUSTER_MASTERS} masters" if cluster else "standalone"
+    result["busy_rounds"] = busy_rounds
+    busy = _Busy(busy_messages, busy_rounds)
     with _server(cluster) as url:
         for name, args in CASES.items():
-            result[name] = _case(
-                url, name, queues, args, idle_s, wakeups, busy_messages, settle_timeout
-            )
+            result[name] = _case(url, name, queues, args, idle_s, wakeups, busy, settle_timeout)
     result["seconds"] = round(time.monotonic() - started, 1)
     return result
 
@@ -119,6 +125,14 @@ def _nodes(client: redis.Redis) -> list[redis.Redis]:
     return [cluster.get_redis_connection(node) for node in cluster.get_primaries()]
 
 
+@dataclass(frozen=True)
+class _Busy:
+    """The busy load: ``messages`` per phase, ``rounds`` phases per process."""
+
+    messages: int
+    rounds: int
+
+
 def _case(
     url: str,
     name: str,
@@ -126,13 +140,13 @@ def _case(
     args: list[str],
     idle_s: float,
     wakeups: int,
-    busy_messages: int,
+    busy: _Busy,
     settle_timeout: float,
 ) -> dict[str, Any]:
     client = _harness(url)
     topic, group = f"many-{name}", f"bench-{name}"
     started = time.monotonic()
-    consumer = _owner(url, topic, group, queues, args, busy_messages, settle_timeout)
+    consumer = _owner(url, topic, group, queues, args, busy.messages, settle_timeout)
     try:
         settled_s = time.monotonic() - started
         _settle(client, consumer)
@@ -146,31 +160,51 @@ def _case(
         out["wakeup_p50_ms"] = round(statistics.median(latencies), 2)
         out["wakeup_p99_ms"] = round(_percentile(latencies, 0.99), 2)
         most: list[int] = []
-        out["busy_msgs_per_s"] = _busy(
-            client, topic, group, queues, busy_messages, consumer, most.append
-        )
+        rates = _busy_rounds(client, topic, group, queues, busy, consumer, most.append)
+        out["busy_msgs_per_s"] = statistics.median(rates)
+        out["busy_msgs_per_s_rounds"] = rates
         out["redis_connections_busy"] = max(most, default=0)
         out["rss_mb"] = consumer.peak_rss_mb
         out["threads_busy"] = _threads(consumer.proc.pid)
     finally:
         consumer.stop()
-    out["busy_msgs_per_s_8_queues"] = _small(url, name, args, busy_messages, settle_timeout)
+    small = _small(url, name, args, busy, settle_timeout)
+    out["busy_msgs_per_s_8_queues"] = statistics.median(small)
+    out["busy_msgs_per_s_8_queues_rounds"] = small
     out["busy_ratio_to_8_queues"] = round(
         out["busy_msgs_per_s"] / out["busy_msgs_per_s_8_queues"], 3
     )
     return out
 
 
-def _small(url: str, name: str, args: list[str], messages: int, settle_timeout: float) -> float:
+def _small(url: str, name: str, args: list[str], busy: _Busy, settle_timeout: float) -> list[float]:
     """The same busy load through a process owning ``SMALL_QUEUES`` queues."""
     client = _harness(url)
     topic, group = f"few-{name}", f"bench-few-{name}"
-    consumer = _owner(url, topic, group, SMALL_QUEUES, args, messages, settle_timeout)
+    consumer = _owner(url, topic, group, SMALL_QUEUES, args, busy.messages, settle_timeout)
     try:
         # Its connections are counted too (and dropped), so both runs are measured alike.
-        return _busy(client, topic, group, SMALL_QUEUES, messages, consumer, lambda _: None)
+        return _busy_rounds(client, topic, group, SMALL_QUEUES, busy, consumer, lambda _: None)
     finally:
         consumer.stop()
+
+
+def _busy_rounds(
+    client: redis.Redis,
+    topic: str,
+    group: str,
+    queues: int,
+    busy: _Busy,
+    consumer: ConsumerProcess,
+    connections: Callable[[int], object],
+) -> list[float]:
+    """``busy.rounds`` busy phases (``_busy``), each once the consumer is quiet again
+    (its last commits written)."""
+    rates: list[float] = []
+    for _ in range(busy.rounds):
+        _settle(client, consumer)
+        rates.append(_busy(client, topic, group, queues, busy.messages, consumer, connections))
+    return rates
 
 
 def _owner(

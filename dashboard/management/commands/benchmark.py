@@ -45,7 +45,8 @@ class Command(BaseCommand):
             help="runs per case, medians reported (runtime 3, ordering 5, ordering-cluster 3, "
             "dashboard 5 of each of on and off, deadletters 15 requests per filter, "
             "analytics 3 of the job and of the bare aggregation; rebalance: remove/add "
-            "cycles of the full configuration, 1)",
+            "cycles of the full configuration, 1; manyqueues: busy phases of each "
+            "process, 3)",
         )
         parser.add_argument(
             "--rate",
@@ -202,7 +203,13 @@ def _manyqueues(options: dict[str, Any]) -> dict[str, Any]:
     if idle_s <= 0:
         raise CommandError("--idle-seconds must be positive")
     messages = options["messages"] or manyqueues.BUSY_MESSAGES
-    return manyqueues.run(queues, idle_s=idle_s, busy_messages=messages, cluster=options["cluster"])
+    return manyqueues.run(
+        queues,
+        idle_s=idle_s,
+        busy_messages=messages,
+        busy_rounds=options["repeats"] or manyqueues.BUSY_ROUNDS,
+        cluster=options["cluster"],
+    )
 
 
 def _rebalance(options: dict[str, Any]) -> dict[str, Any]:
