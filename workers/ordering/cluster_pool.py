@@ -36,7 +36,7 @@ from redis.exceptions import RedisClusterException
 from lockstep.workers import keys
 from lockstep.workers.connection import cluster_of, own_connection, refresh_layout
 from lockstep.workers.ordering.runner import HAND_COUNT, Wait, after_offset
-from lockstep.workers.ordering.scheduler import WAITING, Linger, QueuePool, QueueTask
+from lockstep.workers.ordering.scheduler import WAITING, QueuePool, QueueTask
 from lockstep.workers.redis_types import as_bytes, script_entries
 from lockstep.workers.scripts import run_batch, script
 
@@ -132,13 +132,12 @@ class _Armer(threading.Thread):
         self.pending: set[str] = set()  # streams (under the pool's lock)
         self.wanted = threading.Event()
         self.retired = False  # its node's listener failed: a new pair serves the node
-        self._linger = Linger(ARM_LINGER_S)
 
     def run(self) -> None:
         while not self.pool.ending() and not self.retired:
             if not self.wanted.wait(LISTEN_POLL_S * 10):
                 continue
-            time.sleep(self._linger.seconds())
+            time.sleep(ARM_LINGER_S)
             self.wanted.clear()
             arms = self.pool.take_arms(self)
             if arms:

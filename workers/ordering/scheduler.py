@@ -47,11 +47,6 @@ READ_BLOCK_S = 1.0
 # The reader's pause between reads (see _read_forever): at most this much is added to a
 # wake-up, and it bounds the reads to a few hundred a second however busy the queues are.
 READ_LINGER_S = 0.005
-# ... and while the process is CPU-bound (``Linger``), this much instead: a queue that had
-# caught up then gets what came for it during the pause in one wake-up, not one each
-# (docs/reading.md, "While the process is CPU-bound"). A queue with more to read reads it
-# itself, so this delays only queues at their stream's end, and only under load.
-BUSY_LINGER_S = 0.05
 # A task ready this long while every thread is in a step, and no step ended meanwhile,
 # gets a thread of its own (``QueuePool.unstall``): the threads are in long steps. At most
 # one such thread per this long, so a process whose threads are merely slow (starved of
@@ -80,29 +75,6 @@ READ_RETRY_S = 0.2
 # many times (the read is on its way: a round trip at most).
 UNBLOCK_RETRY_S = 0.001
 UNBLOCK_TRIES = 20
-
-
-class Linger:
-    """The pause of a thread that reads for waiting queues (the reader; a cluster's
-    armers), between its reads: ``normal``, or ``BUSY_LINGER_S`` while the process is
-    CPU-bound (``SATURATED_CORES``). The thread measures the process's CPU use itself,
-    over its own reads (windows of ``CPU_WINDOW_S`` at least), so the measure is as fresh
-    as its last read: a read that waited for data on an idle process ends the window with
-    it, and the pause after it is ``normal`` again."""
-
-    def __init__(self, normal: float) -> None:
-        self.normal = normal
-        self._at = time.monotonic()
-        self._cpu = time.process_time()
-        self._busy = False
-
-    def seconds(self) -> float:
-        now = time.monotonic()
-        if now - self._at >= CPU_WINDOW_S:
-            cpu = time.process_time()
-            self._busy = (cpu - self._cpu) / (now - self._at) >= SATURATED_CORES
-            self._at, self._cpu = now, cpu
-        return BUSY_LINGER_S if self._busy else self.normal
 
 
 @dataclass(eq=False)
@@ -464,7 +436,6 @@ class QueuePool:
 
     # -- the reader --------------------------------------------------------------------
     def _read_forever(self) -> None:
-        linger = Linger(READ_LINGER_S)
         while True:
             with self._cond:
                 self._unstall()
@@ -493,7 +464,7 @@ class QueuePool:
             # A read cut short (entries came, or a queue started waiting) is followed by the
             # next one after a moment: under load that moment gathers the queues that wait
             # next, and the entries they wait for, into one read instead of one each.
-            time.sleep(linger.seconds())
+            time.sleep(READ_LINGER_S)
 
     def _wanted(self) -> dict[str, str]:
         """Stream -> the ID to read after: the lowest next offset of its waiting queues."""
