@@ -11,7 +11,10 @@ differs, because a cluster refuses one ``XREAD`` over streams of different slots
 - An append to a queue whose flag is set removes the flag and publishes on the queue's
   shard channel (``SPUBLISH``, ``_produce.lua``). One listener thread per node holds the
   sharded subscriptions (``SSUBSCRIBE``) of the queues that node serves; a message wakes
-  the queue, which reads.
+  the queue, which reads. A queue whose data step only hands entries on
+  (``inline_data_steps``: key ordering's) is armed again instead: that arm returns the
+  new entries (the armer's pipeline reads for all the queues woken together), and the
+  armer runs the data step itself, as a standalone Redis's reader does.
 - A queue is armed only once its subscription is confirmed: an append between the arm and
   the subscription would wake nobody. Until then it waits ``UNSUBSCRIBED_WAIT_S`` and
   reads again.
@@ -114,7 +117,7 @@ class _Listener(threading.Thread):
         kind = as_bytes(message["type"]).decode()
         channel = as_bytes(message["channel"]).decode()
         if kind == "smessage":
-            self.pool.woken(channel)
+            self.pool.woken(self, channel)
         elif kind == "ssubscribe":
             self.pool.confirmed(self, channel)
         elif kind == "sunsubscribe":
@@ -241,24 +244,36 @@ class ClusterQueuePool(QueuePool):
         self._channels[channel] = (entry.listener, False)
         entry.listener.request(True, channel)
 
-    def _want_arm(self, node: str, stream: str) -> None:
+    def _want_arm(self, node: str, stream: str) -> bool:
+        """Ask ``node``'s armer to arm ``stream``; False when no armer serves the node."""
         entry = self._nodes.get(node)
-        if entry is not None:
-            entry.armer.pending.add(stream)
-            entry.armer.wanted.set()
+        if entry is None:
+            return False
+        entry.armer.pending.add(stream)
+        entry.armer.wanted.set()
+        return True
 
     def _waiters(self, stream: str) -> list[QueueTask]:
         return list(self._waiting_data.get(stream, ()))
 
     # -- from the listeners ----------------------------------------------------------------
-    def woken(self, channel: str) -> None:
-        """An append published on ``channel``: its queue's waiters read."""
+    def woken(self, listener: _Listener, channel: str) -> None:
+        """An append published on ``channel``: its queue's waiters read. Those whose data
+        step only hands entries on (``inline_data_steps``) are armed again instead: the
+        arm returns the new entries, in one pipeline per node for the queues woken
+        together, and the armer runs their data steps itself (``arm``), so no stepping
+        thread is woken for them. The others read on a stepping thread, which runs their
+        handler next: a hop through the armer would be one hand-off more."""
         with self._cond:
             stream = self._stream_of.get(channel)
             if stream is None:
                 return  # its queue went
             self._armed_from.pop(stream, None)
-            for task in self._waiters(stream):
+            waiters = self._waiters(stream)
+            inline = all(task.worker.inline_data_steps for task in waiters)
+            if waiters and inline and self._want_arm(listener.node, stream):
+                return
+            for task in waiters:
                 self._wake(task, task.generation, data=True)
 
     def confirmed(self, listener: _Listener, channel: str) -> None:
@@ -326,11 +341,17 @@ class ClusterQueuePool(QueuePool):
             replies: list[Any] = run_batch(self.client, self._arm, calls)
         except (redis.RedisError, RedisClusterException) as exc:
             replies = [exc] * len(streams)
+        inline: list[QueueTask] = []
         with self._cond:
             for stream, reply in zip(streams, replies, strict=True):
-                self._armed(stream, arms[stream][0], reply)
+                self._armed(stream, arms[stream][0], reply, inline)
+        for task in inline:
+            self._step(task)
 
-    def _armed(self, stream: str, data_from: int, reply: Any) -> None:
+    def _armed(self, stream: str, data_from: int, reply: Any, inline: list[QueueTask]) -> None:
+        """Apply one arm's ``reply`` (under the lock): entries go to the waiters of
+        ``data_from`` (``_hand``: a data step that only hands them on is added to
+        ``inline``, for the armer to step once it let go of the lock)."""
         armed = self._armed_from.get(stream)
         if armed is None or armed[0] != data_from:
             return  # woken since, and waiting again (armed again) or not at all
@@ -344,4 +365,4 @@ class ClusterQueuePool(QueuePool):
             entries = script_entries(reply)
             for task in self._waiters(stream):
                 if task.data_from == data_from:
-                    self._wake(task, task.generation, entries)
+                    self._hand(task, list(entries), inline)
