@@ -6,7 +6,8 @@ On a private redis-server, with its own SQLite database in a temporary directory
    ordering, batch 1, no-op handler, events on, 8 queues); the maximum consume rate is
    its commits per second over ``PROBE_SECONDS`` once it is running.
 2. **Soak**: ``manage.py ingest_events`` into the database, a fresh consumer as above on
-   another topic, and a producer thread in this process sending at half the maximum rate
+   another topic, and, once the consumer owns its queues and the ingester has stored its
+   first events, a producer thread in this process sending at half the maximum rate
    (pipelined produce-script calls, paced every ``PRODUCE_TICK_S``)
    for ``minutes``. Every ``sample_s`` (10 s; shorter for runs under a minute, so a short
    run still has a few samples) it records throughput, lag (offsets, and seconds: the age
@@ -50,6 +51,9 @@ PROBE_MESSAGES = 400_000
 PRODUCE_TICK_S = 0.01
 PRODUCE_PIPELINE_MAX = 5_000
 PROBE_SECONDS = 4.0
+# The soak starts once the ingester has stored the consumer's first events; it gives up
+# after this long (Django's start on a loaded machine: seconds).
+INGEST_START_TIMEOUT_S = 120.0
 SAMPLE_S = 10.0
 # Flat: neither process grew by more than this over the second half of the run (an
 # allocator settling after warm-up is not a leak; a leak keeps growing), ...
@@ -155,6 +159,7 @@ def _soak(url: str, db_path: Path, rate: float, duration_s: float, every: float)
     samples: list[dict[str, Any]] = []
     try:
         wait_until_owned(client, "soak", "soak", QUEUES, consumer)
+        _wait_until_ingesting(db_path, ingester)
         producer.start()
         t0 = time.monotonic()
         previous = (t0, 0)
@@ -176,6 +181,18 @@ def _soak(url: str, db_path: Path, rate: float, duration_s: float, every: float)
             ingester.stop()
             client.close()
     return samples
+
+
+def _wait_until_ingesting(db_path: Path, ingester: database.IngesterProcess) -> None:
+    """Until the ingester stored its first events (the consumer's lock events): the soak
+    starts on a running pipeline, not on an ingester still importing Django, which took
+    longer than a short run on a loaded machine."""
+    deadline = time.monotonic() + INGEST_START_TIMEOUT_S
+    while database.event_count(db_path) == 0:
+        ingester.check()
+        if time.monotonic() > deadline:
+            raise TimeoutError("the ingester stored no event of the consumer's start")
+        time.sleep(0.1)
 
 
 def _sample(
