@@ -163,6 +163,7 @@ class Consumer:
             self._publish_info_quietly()
 
     def _publish_info_quietly(self) -> None:
+        started = time.monotonic()
         try:
             self._publish_info()
         except REDIS_DOWN as exc:
@@ -170,7 +171,7 @@ class Consumer:
         except redis.RedisError as exc:
             log.warning("lockstep: cannot publish consumer info (%s); retrying", exc)
         else:
-            redis_outage.ok()
+            redis_outage.ok(started)
 
     def _handler(self, sub: Subscription) -> Handler:
         if isinstance(sub.handler, str) and sub.handler in self._handlers:

@@ -453,6 +453,7 @@ class EventLog:
             batch, self._buffer = self._buffer, []
         if not batch:
             return 0
+        started = time.monotonic()
         try:
             append(self._client, batch, self._maxlen, self._shards)
         except redis.RedisError as exc:
@@ -465,7 +466,7 @@ class EventLog:
             with self._lock:
                 self._buffer = batch + self._buffer
             return 0
-        redis_outage.ok()
+        redis_outage.ok(started)
         return len(batch)
 
     def _run(self) -> None:

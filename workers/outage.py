@@ -81,12 +81,16 @@ class Outage:
         )
         return True
 
-    def ok(self) -> None:
+    def ok(self, started: float | None = None) -> None:
+        """A call succeeded: the outage, if one is open, is over. ``started``: when that
+        call began (``time.monotonic()``). A call that began before the outage opened was
+        answered before Redis went, its reply handled after another thread's failure (a
+        shutdown closes the connections one by one): it ends nothing."""
         if self._since is None:  # the common case costs no lock
             return
         now = time.monotonic()
         with self._lock:
-            if self._since is None:
+            if self._since is None or (started is not None and started < self._since):
                 return
             lasted, self._since, self._recovered_at = now - self._since, None, now
         self._log.warning("lockstep: Redis is reachable again after %.1f s", lasted)

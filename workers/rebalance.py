@@ -170,7 +170,7 @@ class SubscriptionRunner:
             except Exception:
                 log.exception("rebalance loop of %s failed; retrying", self.sub_key)
             else:
-                redis_outage.ok()
+                redis_outage.ok(now)
             self._stop.wait(t.membership_poll_s)
 
     def _members(self, *, heartbeat: bool) -> list[str]:

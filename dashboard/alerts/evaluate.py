@@ -100,7 +100,7 @@ def run(client: redis.Redis, stop: threading.Event) -> None:
             renewed = lease is not None and lease.renew()
             if not renewed:
                 lease = Lease.take(client, LEASE_NAME, ttl_ms, prefix=LEASE_PREFIX)
-            redis_outage.ok()  # the lease's call answered
+            redis_outage.ok(started)  # the lease's call answered
             if lease is None:
                 if not standby_logged:
                     log.warning("another alert evaluator is active; standing by")

@@ -416,11 +416,12 @@ class Ingester:
         backoff = BACKOFF_INITIAL
         failing = False
         while not stop.is_set():
+            started = time.monotonic()
             try:
                 self.run_once()
                 # Before pushing: a push that meets a new outage reports it itself, and
                 # must not be declared over by this same tick.
-                redis_outage.ok()
+                redis_outage.ok(started)
                 self.maybe_push()
             except REDIS_DOWN as exc:
                 redis_outage.failed(exc, "the event ingester")

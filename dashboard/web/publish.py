@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -59,6 +60,7 @@ def publish(messages: Sequence[tuple[str, Message]], what: str, *, fresh: bool =
     layer = get_channel_layer()
     if layer is None or not messages:
         return 0
+    started = time.monotonic()
     try:
         numbered = _numbered(messages, fresh)
     except REDIS_DOWN as exc:
@@ -67,7 +69,7 @@ def publish(messages: Sequence[tuple[str, Message]], what: str, *, fresh: bool =
     except Exception:  # a bug, an odd reply: skip this push, the publisher goes on
         log.warning("%s skipped: numbering failed", what, exc_info=True)
         return 0
-    redis_conn.redis_outage.ok()
+    redis_conn.redis_outage.ok(started)
     return int(async_to_sync(_send_all)(layer, numbered, what))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -66,13 +67,14 @@ def skipped_during_redis_outage(task: Callable[P, R]) -> Callable[P, R | str]:
 
     @functools.wraps(task)
     def run(*args: P.args, **kwargs: P.kwargs) -> R | str:
+        started = time.monotonic()
         try:
             result = task(*args, **kwargs)
         except REDIS_DOWN as exc:
             redis_outage.failed(exc, f"task {task.__name__}")
             log.info("%s skipped: Redis is unreachable", task.__name__)
             return SKIPPED
-        redis_outage.ok()
+        redis_outage.ok(started)
         return result
 
     return run
