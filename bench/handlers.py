@@ -125,8 +125,8 @@ class _Stats:
     def _next_phase(self) -> None:
         """Count and time from zero (under the lock)."""
         self.count = 0
-        self.first_t = self.first_n = 0
-        self.last_t = self.published = 0.0
+        self.first_t = self.last_t = self.published = 0.0
+        self.first_n = 0
         self.final = False
 
 

@@ -6,9 +6,9 @@ each failure would bury the one fact an operator needs ("Redis is down since 12:
 back at 12:05") under hundreds of tracebacks, and reporting it as a handler error would
 blame code that did nothing wrong. So a connection failure is reported here:
 ``redis_outage.failed(exc, where)`` logs one warning for the whole outage (the first
-failure) and ``redis_outage.ok()`` logs one when any call succeeds again. What each loop
-does meanwhile is its own business (retry, or restart from the state stored in Redis);
-see docs/semantics.md, "Redis outages".
+failure) and ``redis_outage.ok(started)`` logs one when a call begun since succeeds.
+What each loop does meanwhile is its own business (retry, or restart from the state
+stored in Redis); see docs/semantics.md, "Redis outages".
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class Outage:
         )
         return True
 
-    def ok(self, started: float | None = None) -> None:
+    def ok(self, started: float) -> None:
         """A call succeeded: the outage, if one is open, is over. ``started``: when that
         call began (``time.monotonic()``). A call that began before the outage opened was
         answered before Redis went, its reply handled after another thread's failure (a
@@ -90,7 +90,7 @@ class Outage:
             return
         now = time.monotonic()
         with self._lock:
-            if self._since is None or (started is not None and started < self._since):
+            if self._since is None or started < self._since:
                 return
             lasted, self._since, self._recovered_at = now - self._since, None, now
         self._log.warning("lockstep: Redis is reachable again after %.1f s", lasted)

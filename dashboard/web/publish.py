@@ -96,6 +96,7 @@ def _numbered(messages: Sequence[tuple[str, Message]], fresh: bool) -> list[tupl
 
 
 async def _send_all(layer: Any, messages: Sequence[tuple[str, Message]], what: str) -> int:
+    started = time.monotonic()
     sent = 0
     for group, message in messages:
         try:
@@ -108,5 +109,5 @@ async def _send_all(layer: Any, messages: Sequence[tuple[str, Message]], what: s
             break
         sent += 1
     if sent:
-        redis_conn.channel_layer_outage().ok()
+        redis_conn.channel_layer_outage().ok(started)
     return sent
