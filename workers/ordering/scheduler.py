@@ -20,7 +20,6 @@ standalone Redis (``cluster_pool.ClusterQueuePool`` waits otherwise on a cluster
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import itertools
 import logging
@@ -36,6 +35,7 @@ import redis
 from lockstep.workers import keys
 from lockstep.workers.connection import own_connection
 from lockstep.workers.ordering.runner import HAND_COUNT, Handed, Steppable, Wait, after_offset
+from lockstep.workers.ordering.saturation import Saturation
 from lockstep.workers.redis_types import Entry, as_bytes
 
 log = logging.getLogger(__name__)
@@ -52,23 +52,14 @@ READ_LINGER_S = 0.005
 # one such thread per this long, so a process whose threads are merely slow (starved of
 # CPU) does not start many at once.
 STALL_S = 0.2
-# The process's CPU use (in cores, all its threads) at which more stepping threads cannot
-# help (``QueuePool.useful_threads``): Python code runs one thread at a time (the GIL), so
-# a process near one core is CPU-bound. Measured over windows of this many seconds.
-SATURATED_CORES = 0.8
-CPU_WINDOW_S = 0.05
-# While the pool is CPU-bound, the threads that step at once are brought down by one a
-# window, to this many at least (``_active``): under the GIL every one more only adds
-# lock and GIL hand-offs. The bound is lifted when a ready task has waited ``QUEUED_S``
-# and the pool is not CPU-bound (steps that wait on I/O). It holds only while steps keep
-# ending: once none ended for ``QUEUED_S``, the threads in steps are in long ones (a
-# handler's I/O), and an idle thread takes the next ready task.
-MIN_ACTIVE = 2
+# While the pool is CPU-bound (``saturation``), the threads that step at once are brought
+# down by one a window, to this many at least (``_active``): under the GIL every one more
+# only adds lock and GIL hand-offs. The bound is lifted when a ready task has waited
+# ``QUEUED_S`` and the pool is not CPU-bound (steps that wait on I/O). It holds only while
+# steps keep ending: once none ended for ``QUEUED_S``, the threads in steps are in long
+# ones (a handler's I/O), and an idle thread takes the next ready task.
+MIN_ACTIVE = 1
 QUEUED_S = 0.01
-# ... provided the pool's stepping threads use at least this share of that CPU (read from
-# their CPU clocks once a window): a pool whose handlers mostly wait still grows in a
-# process kept busy by something else (another subscription's lanes).
-OWN_CPU_SHARE = 0.25
 # After a failed read (Redis away), the reader tries again this often.
 READ_RETRY_S = 0.2
 # CLIENT UNBLOCK sent before the read reached Redis answers 0: retried this often, this
@@ -133,13 +124,7 @@ class QueuePool:
         self._idle = 0  # stepping threads waiting for a task
         self._grown_at = 0.0  # when the last stepping thread was started (``unstall``)
         self._step_ended_at = 0.0  # when a stepping thread last ended a step
-        # The process's CPU use over the last window (``useful_threads``): the window's
-        # start (0: none measured yet) and the process CPU time then.
-        self._window_at = 0.0
-        self._window_cpu = 0.0
-        self._window_steps_cpu = 0.0  # the stepping threads' CPU time at the window start
-        self._clocks: list[int] = []  # the stepping threads' CPU clocks
-        self._saturated: bool | None = None  # None: not measured yet
+        self._cpu = Saturation()  # whether the process is CPU-bound (``useful_threads``)
         self._running_busy = 0  # stepping threads running a busy task's step
         self._active = threads  # how many stepping threads may be in steps at once
         self._reader_client: redis.Redis | None = None
@@ -214,14 +199,14 @@ class QueuePool:
 
     def useful_threads(self) -> int:
         """How many stepping threads the steps can use (under the lock, or as a hint).
-        Python code runs one thread at a time, so once the process uses about a core
-        (``SATURATED_CORES``), mostly in this pool's steps (``OWN_CPU_SHARE``), another
-        thread would only contend for it: the pool keeps the threads it has. Steps that
-        mostly wait (a handler's I/O) leave it below that, and the pool grows to
-        ``threads``. Two until a window was measured."""
-        if self._saturated is None:
+        Python code runs one thread at a time, so once the process has all the CPU it can
+        get, mostly for this pool's steps (``saturation``), another thread would only
+        contend for it: the pool keeps the threads it has. Steps that mostly wait (a
+        handler's I/O) leave it below that, and the pool grows to ``threads``. Two until a
+        window was measured."""
+        if self._cpu.saturated is None:
             return min(2, self.threads)
-        return self._stepping if self._saturated else self.threads
+        return self._stepping if self._cpu.saturated else self.threads
 
     def _grow(self, *, stalled: bool = False) -> None:
         """Start a stepping thread if tasks wait that no idle thread will take, up to
@@ -247,12 +232,13 @@ class QueuePool:
         return self._stopped and not self._tasks
 
     def _step_forever(self) -> None:
-        # A thread's CPU clock is not on every platform (``_steps_cpu``).
-        with self._cond, contextlib.suppress(AttributeError, OSError):
-            self._clocks.append(time.pthread_getcpuclockid(threading.get_ident()))
+        with self._cond:
+            self._cpu.add_current_thread()
         task = self._next_task()
         while task is not None:
             task = self._step(task, timed=True) or self._next_task()
+        with self._cond:
+            self._cpu.close()
 
     def _step(self, task: QueueTask, *, timed: bool = False) -> QueueTask | None:
         """Run ``task``'s next step (it is RUNNING, taken by this thread), then put it
@@ -285,27 +271,18 @@ class QueuePool:
         return following
 
     def _timed(self) -> None:
-        """A stepping thread ended a step (under the lock): measure the process's CPU use,
-        and its stepping threads', once a window has passed (``useful_threads``)."""
+        """A stepping thread ended a step (under the lock): measure whether the process is
+        CPU-bound once a window has passed (``useful_threads``, ``_active``)."""
         now = time.monotonic()
         self._step_ended_at = now
-        if now - self._window_at < CPU_WINDOW_S:
-            return
-        process, steps = time.process_time(), self._steps_cpu()
-        if self._window_at:
-            used = process - self._window_cpu
-            cores = used / (now - self._window_at)
-            own = steps is None or steps - self._window_steps_cpu >= OWN_CPU_SHARE * used
-            self._saturated = cores >= SATURATED_CORES and own
+        if self._cpu.measure(now) and self._cpu.saturated is not None:
             self._adjust_active(now)
-        self._window_at, self._window_cpu = now, process
-        self._window_steps_cpu = steps or 0.0
 
     def _adjust_active(self, now: float) -> None:
         """Once a window (under the lock): one thread fewer in steps at once while the
         pool is CPU-bound; while it is not and a ready task waits, as many as it has (a
         handler's I/O needs them at once, not one a window)."""
-        if self._saturated:
+        if self._cpu.saturated:
             stepping_now = self._stepping - self._idle
             self._active = max(MIN_ACTIVE, min(self._active, stepping_now) - 1)
             return
@@ -313,14 +290,6 @@ class QueuePool:
         if waiting and self._active < self.threads:
             self._active = self.threads
             self._cond.notify_all()
-
-    def _steps_cpu(self) -> float | None:
-        """The CPU time the stepping threads used so far (under the lock); None where
-        a thread's CPU clock cannot be read (then the process's use alone decides)."""
-        try:
-            return sum(time.clock_gettime(clock) for clock in self._clocks)
-        except OSError:
-            return None
 
     def _next_task(self) -> QueueTask | None:
         with self._cond:
