@@ -26,9 +26,9 @@ from typing import Any
 
 import redis
 from redis.commands.core import Script
-from redis.exceptions import NoScriptError
 
-from lockstep.workers.connection import execute_following, node_client
+from lockstep.workers.connection import node_client
+from lockstep.workers.scripts import pipelined
 
 
 @dataclass(eq=False)
@@ -106,25 +106,9 @@ class CoalescedScript:
             successor.done.set()
 
     def _execute(self, batch: list[_Call]) -> list[Any]:
-        replies = self._pipeline(batch)
-        missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
-        if missing:  # the server lost its scripts (a restart, SCRIPT FLUSH): none of them ran
-            self.client.script_load(self.script.script)
-            for i, reply in zip(missing, self._pipeline([batch[i] for i in missing]), strict=True):
-                replies[i] = reply
-        return replies
-
-    def _pipeline(self, calls: list[_Call]) -> list[Any]:
-        pipe = self.client.pipeline(transaction=False)
-        for call in calls:
-            pipe.evalsha(self.script.sha, len(call.keys), *call.keys, *call.args)
-        if self.cluster is None:
-            return list(pipe.execute(raise_on_error=False))
-        return execute_following(
-            self.cluster,
-            pipe,
-            lambda i: self.script(keys=list(calls[i].keys), args=list(calls[i].args)),
-        )
+        calls = [(call.keys, call.args) for call in batch]
+        client = self.client if self.cluster is None else self.cluster
+        return pipelined(client, self.client, self.script, calls)
 
 
 class NodeCoalescedScript:

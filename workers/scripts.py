@@ -15,6 +15,7 @@ from typing import Any
 
 import redis
 from redis.commands.core import Script
+from redis.exceptions import NoScriptError
 
 from lockstep.workers.connection import cluster_of, execute_following, node_client
 
@@ -137,17 +138,48 @@ def _run_on_node(
     indexes: list[int],
 ) -> list[Any]:
     """The replies of ``calls[indexes]``, all served by ``node``, from one pipeline."""
-    pipe = node.pipeline(transaction=False)
-    for index in indexes:
-        keys, args = calls[index]
-        script_(keys=list(keys), args=list(args), client=pipe)
-
-    def resend(i: int) -> Any:
-        keys, args = calls[indexes[i]]
-        return script_(keys=list(keys), args=list(args))
-
-    replies = execute_following(client, pipe, resend)
+    replies = pipelined(client, node, script_, [calls[index] for index in indexes])
     for result in replies:
         if isinstance(result, Exception):
             raise result
     return replies
+
+
+def pipelined(
+    client: redis.Redis,
+    node: redis.Redis,
+    script_: Script,
+    calls: Sequence[tuple[Sequence[Any], Sequence[Any]]],
+) -> list[Any]:
+    """Each of ``calls`` (keys, args) run as ``script_`` in one pipeline on ``node`` (a
+    ``connection.node_client`` of ``client``), each reply or error in its place; a call
+    whose slot moved is sent again through ``client`` (``execute_following``). Calls that
+    the server refused for not knowing the script (a restart, SCRIPT FLUSH: none of them
+    ran) are sent again once it is loaded. EVALSHA is sent as such: redis-py's pipeline
+    would ask SCRIPT EXISTS first for a script called in it, a round trip more on every
+    batch."""
+    replies = _evalsha_all(client, node, script_, calls)
+    missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+    if missing:
+        node.script_load(script_.script)
+        again = _evalsha_all(client, node, script_, [calls[i] for i in missing])
+        for i, reply in zip(missing, again, strict=True):
+            replies[i] = reply
+    return replies
+
+
+def _evalsha_all(
+    client: redis.Redis,
+    node: redis.Redis,
+    script_: Script,
+    calls: Sequence[tuple[Sequence[Any], Sequence[Any]]],
+) -> list[Any]:
+    pipe = node.pipeline(transaction=False)
+    for keys, args in calls:
+        pipe.evalsha(script_.sha, len(keys), *keys, *args)
+
+    def resend(i: int) -> Any:
+        keys, args = calls[i]
+        return script_(keys=list(keys), args=list(args))
+
+    return execute_following(client, pipe, resend)

@@ -40,7 +40,7 @@ from lockstep.workers import keys
 from lockstep.workers.connection import cluster_of, own_connection, refresh_layout
 from lockstep.workers.ordering.runner import HAND_COUNT, Wait, after_offset
 from lockstep.workers.ordering.scheduler import WAITING, QueuePool, QueueTask
-from lockstep.workers.redis_types import as_bytes, script_entries
+from lockstep.workers.redis_types import Entry, as_bytes, script_entries
 from lockstep.workers.scripts import run_batch, script
 
 log = logging.getLogger(__name__)
@@ -341,6 +341,8 @@ class ClusterQueuePool(QueuePool):
             replies: list[Any] = run_batch(self.client, self._arm, calls)
         except (redis.RedisError, RedisClusterException) as exc:
             replies = [exc] * len(streams)
+        # Decoded before the pool's lock is taken: the stepping threads wait on it.
+        replies = [r if isinstance(r, Exception) else script_entries(r) for r in replies]
         inline: list[QueueTask] = []
         with self._cond:
             for stream, reply in zip(streams, replies, strict=True):
@@ -348,8 +350,10 @@ class ClusterQueuePool(QueuePool):
         for task in inline:
             self._step(task)
 
-    def _armed(self, stream: str, data_from: int, reply: Any, inline: list[QueueTask]) -> None:
-        """Apply one arm's ``reply`` (under the lock): entries go to the waiters of
+    def _armed(
+        self, stream: str, data_from: int, reply: list[Entry] | Exception, inline: list[QueueTask]
+    ) -> None:
+        """Apply one arm's ``reply``, decoded (under the lock): entries go to the waiters of
         ``data_from`` (``_hand``: a data step that only hands them on is added to
         ``inline``, for the armer to step once it let go of the lock)."""
         armed = self._armed_from.get(stream)
@@ -362,7 +366,6 @@ class ClusterQueuePool(QueuePool):
                 self._wake(task, task.generation)
         elif reply:
             self._armed_from.pop(stream, None)
-            entries = script_entries(reply)
             for task in self._waiters(stream):
                 if task.data_from == data_from:
-                    self._hand(task, list(entries), inline)
+                    self._hand(task, list(reply), inline)
