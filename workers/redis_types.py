@@ -26,5 +26,9 @@ def as_bytes(value: Any) -> bytes:
 
 def script_entries(reply: Any) -> list[Entry]:
     """XRANGE's reply as a Lua script returns it (``[id, [field, value, ...]]`` per entry)
-    → list of (id, fields)."""
-    return [(entry_id, dict(zip(flat[::2], flat[1::2], strict=True))) for entry_id, flat in reply]
+    → list of (id, fields). A stream entry's fields always come in pairs."""
+    out: list[Entry] = []
+    for entry_id, flat in reply:
+        pairs = iter(flat)
+        out.append((entry_id, dict(zip(pairs, pairs, strict=False))))
+    return out
