@@ -279,12 +279,14 @@ class QueuePool:
             self._adjust_active(now)
 
     def _adjust_active(self, now: float) -> None:
-        """Once a window (under the lock): one thread fewer in steps at once while the
+        """Once a window (under the lock): half as many threads in steps at once while the
         pool is CPU-bound; while it is not and a ready task waits, as many as it has (a
-        handler's I/O needs them at once, not one a window)."""
+        handler's I/O needs them at once, not one a window). Halved, not one fewer: a
+        single window that was not CPU-bound (a pause, a slow reply) lifts the bound, and
+        must not leave 16 threads contending for the next 15 windows."""
         if self._cpu.saturated:
             stepping_now = self._stepping - self._idle
-            self._active = max(MIN_ACTIVE, min(self._active, stepping_now) - 1)
+            self._active = max(MIN_ACTIVE, min(self._active, stepping_now) // 2)
             return
         waiting = bool(self._ready) and now - self._ready[0].ready_at >= QUEUED_S
         if waiting and self._active < self.threads:
