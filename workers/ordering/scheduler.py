@@ -27,8 +27,8 @@ import threading
 import time
 from collections import deque
 from collections.abc import Generator
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import redis
 
@@ -87,12 +87,14 @@ def _read_after(waiting: set[QueueTask]) -> str:
     return after_offset(min(task.data_from or 0 for task in waiting))
 
 
-@dataclass(order=True)
-class _Timer:
+class _Timer(NamedTuple):
+    """A task's deadline; ordered as a tuple (``seq`` is unique, so a task is never
+    compared), in C: a cluster's pool keeps a timer per waiting queue."""
+
     deadline: float
     seq: int
-    task: QueueTask = field(compare=False)
-    generation: int = field(compare=False)
+    task: QueueTask
+    generation: int
 
 
 class QueuePool:
@@ -364,8 +366,13 @@ class QueuePool:
         task.generation += 1
         if wait.seconds is not None:
             deadline = time.monotonic() + max(0.0, wait.seconds)
-            heapq.heappush(self._timers, _Timer(deadline, next(self._seq), task, task.generation))
-            self._cond.notify()  # a thread waiting for an earlier deadline recomputes
+            timer = _Timer(deadline, next(self._seq), task, task.generation)
+            heapq.heappush(self._timers, timer)
+            if self._timers[0] is timer:
+                # The earliest now: an idle thread waiting for a later one (or for none)
+                # waits again for this one. A later deadline wakes nobody: on a cluster
+                # every waiting queue has one (docs/reading.md, "On a Redis Cluster").
+                self._cond.notify()
         if wait.data_from is not None:
             task.data_from = wait.data_from
             waiting = self._waiting_data.setdefault(task.stream, set())
