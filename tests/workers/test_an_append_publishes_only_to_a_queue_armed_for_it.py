@@ -1,7 +1,8 @@
 """The wake-up of a waiting queue (docs/reading.md, "On a Redis Cluster"): ``arm_wakeup.lua``
-returns what is already there or sets the queue's wake flag; an append removes a set flag
-and publishes its offset on the queue's shard channel, once; an append to a queue nobody
-armed publishes nothing."""
+returns what is already there or sets the queue's wake flag (``arm_wakeups.lua`` does so
+for many queues of one node in one call); an append removes a set flag and publishes its
+offset on the queue's shard channel, once; an append to a queue nobody armed publishes
+nothing."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import pytest
 import redis
 
 from lockstep.workers import Producer, create_topic, keys
+from lockstep.workers.connection import node_client
+from lockstep.workers.hashing import queue_for_key
 from lockstep.workers.refs import QueueRef
 from lockstep.workers.scripts import script
 from tests.support import wait_until
@@ -79,3 +82,33 @@ def test_an_arm_returns_the_entries_already_there_and_sets_no_flag(
 
     assert [entry_id for entry_id, _ in found] == [b"1-1", b"2-1"]
     assert redis_client.exists(keys.wake(REF)) == 0
+
+
+def test_one_call_arms_queues_of_several_slots_served_by_one_node(
+    redis_client: redis.Redis, producer: Producer
+) -> None:
+    refs = _queues_on_one_node(redis_client, "several", 3)
+    key = next(k for k in (f"k{n}" for n in range(10_000)) if queue_for_key(k, 64) == refs[1].queue)
+    producer.send("several", key, b"a")
+    node = node_client(redis_client, keys.stream(refs[0]))
+    arm_all = script(redis_client, "arm_wakeups")
+    node.script_load(arm_all.script)
+    args = [part for ref in refs for part in (keys.stream(ref), keys.wake(ref), "0-0")]
+
+    reply = node.evalsha(arm_all.sha, 0, 64, 60_000, *args)
+
+    assert [[entry_id for entry_id, _ in found] for found in reply] == [[], [b"0-1"], []]
+    assert [redis_client.exists(keys.wake(ref)) for ref in refs] == [1, 0, 1]
+
+
+def _queues_on_one_node(client: redis.Redis, topic: str, count: int) -> list[QueueRef]:
+    """``count`` queues of a new topic whose streams one node serves (on a cluster, of
+    as many slots)."""
+    create_topic(client, topic, 64)
+    by_node: dict[Any, list[QueueRef]] = {}
+    for queue in range(64):
+        ref = QueueRef(topic, queue)
+        by_node.setdefault(node_client(client, keys.stream(ref)), []).append(ref)
+    most = max(by_node.values(), key=len)
+    assert len(most) >= count
+    return most[:count]

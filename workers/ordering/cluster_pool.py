@@ -4,10 +4,11 @@
 ``ClusterQueuePool`` steps the queue workers as ``QueuePool`` does; only the wait for data
 differs, because a cluster refuses one ``XREAD`` over streams of different slots:
 
-- A queue that waits for data is *armed*: ``arm_wakeup.lua``, in the queue's slot, returns
-  the entries already there after the awaited offset (handed to the worker), or sets the
-  queue's wake flag. Arms that come together go in one pipeline per node, sent by that
-  node's armer thread, so a node that does not answer holds up only its own queues.
+- A queue that waits for data is *armed*: ``arm_wakeup.lua`` returns the entries already
+  there after the awaited offset (handed to the worker), or sets the queue's wake flag.
+  Arms that come together go in one script call per node (``arm_wakeups.lua``, which
+  touches keys of the node's slots), sent by that node's armer thread, so a node that
+  does not answer holds up only its own queues.
 - An append to a queue whose flag is set removes the flag and publishes on the queue's
   shard channel (``SPUBLISH``, ``_produce.lua``). One listener thread per node holds the
   sharded subscriptions (``SSUBSCRIBE``) of the queues that node serves; a message wakes
@@ -34,7 +35,7 @@ from collections import deque
 from typing import Any
 
 import redis
-from redis.exceptions import RedisClusterException
+from redis.exceptions import NoScriptError, RedisClusterException
 
 from lockstep.workers import keys
 from lockstep.workers.connection import cluster_of, own_connection, refresh_layout
@@ -128,10 +129,11 @@ class _Listener(threading.Thread):
 class _Armer(threading.Thread):
     """Arms one node's waiting queues, in one pipeline for all that came together."""
 
-    def __init__(self, pool: ClusterQueuePool, node: str) -> None:
+    def __init__(self, pool: ClusterQueuePool, node: str, client: redis.Redis) -> None:
         super().__init__(name=f"lockstep-{pool.name}-arm-{node}", daemon=True)
         self.pool = pool
         self.node = node
+        self.client = client  # the node's own (``connection.node_client``)
         self.pending: set[str] = set()  # streams (under the pool's lock)
         self.wanted = threading.Event()
         self.retired = False  # its node's listener failed: a new pair serves the node
@@ -144,7 +146,7 @@ class _Armer(threading.Thread):
             self.wanted.clear()
             arms = self.pool.take_arms(self)
             if arms:
-                self.pool.arm(arms)
+                self.pool.arm(self, arms)
 
 
 class _Node:
@@ -163,6 +165,7 @@ class ClusterQueuePool(QueuePool):
         assert cluster is not None, "ClusterQueuePool serves a Redis Cluster"
         self._cluster = cluster
         self._arm = script(client, "arm_wakeup")
+        self._arm_all = script(client, "arm_wakeups")
         self._nodes: dict[str, _Node] = {}
         # Channel -> (the listener it was asked of, confirmed).
         self._channels: dict[str, tuple[_Listener, bool]] = {}
@@ -237,7 +240,7 @@ class ClusterQueuePool(QueuePool):
             if time.monotonic() - self._failed_at.get(node.name, 0.0) < RELISTEN_DELAY_S:
                 return
             client = self._cluster.get_redis_connection(node)
-            entry = _Node(_Listener(self, node.name, client), _Armer(self, node.name))
+            entry = _Node(_Listener(self, node.name, client), _Armer(self, node.name, client))
             self._nodes[node.name] = entry
             entry.listener.start()
             entry.armer.start()
@@ -331,24 +334,50 @@ class ClusterQueuePool(QueuePool):
                     self._armed_from[stream] = (lowest, time.monotonic())
             return arms
 
-    def arm(self, arms: dict[str, tuple[int, str]]) -> None:
+    def arm(self, armer: _Armer, arms: dict[str, tuple[int, str]]) -> None:
+        """Arm ``arms`` (``take_arms``) on ``armer``'s node, then hand out what came."""
         streams = list(arms)
+        replies = self._arm_together(armer, arms)
+        if replies is None:
+            replies = self._arm_each(arms)
+        # Decoded before the pool's lock is taken: the stepping threads wait on it.
+        found = [r if isinstance(r, Exception) else script_entries(r) for r in replies]
+        inline: list[QueueTask] = []
+        with self._cond:
+            for stream, reply in zip(streams, found, strict=True):
+                self._armed(stream, arms[stream][0], reply, inline)
+        for task in inline:
+            self._step(task)
+
+    def _arm_together(self, armer: _Armer, arms: dict[str, tuple[int, str]]) -> list[Any] | None:
+        """Every queue of ``arms`` in one script call on the armer's node
+        (``arm_wakeups.lua``); per queue its reply, or the node's connection error. None
+        when the node refused the call (a slot moved, a script error): ``_arm_each``."""
+        args: list[Any] = [HAND_COUNT, FLAG_TTL_MS]
+        for stream, (offset, flag) in arms.items():
+            args += (stream, flag, after_offset(offset))
+        try:
+            reply = armer.client.evalsha(self._arm_all.sha, 0, *args)
+        except NoScriptError:
+            armer.client.script_load(self._arm_all.script)
+            return None  # armed one by one this time
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            return [exc] * len(arms)
+        except redis.RedisError:
+            return None
+        return list(reply)
+
+    def _arm_each(self, arms: dict[str, tuple[int, str]]) -> list[Any]:
+        """Each queue of ``arms`` in a call of its own (``arm_wakeup.lua``), sent where
+        its slot is."""
         calls = [
             ([stream, flag], [after_offset(offset), HAND_COUNT, FLAG_TTL_MS])
             for stream, (offset, flag) in arms.items()
         ]
         try:
-            replies: list[Any] = run_batch(self.client, self._arm, calls)
+            return run_batch(self.client, self._arm, calls)
         except (redis.RedisError, RedisClusterException) as exc:
-            replies = [exc] * len(streams)
-        # Decoded before the pool's lock is taken: the stepping threads wait on it.
-        replies = [r if isinstance(r, Exception) else script_entries(r) for r in replies]
-        inline: list[QueueTask] = []
-        with self._cond:
-            for stream, reply in zip(streams, replies, strict=True):
-                self._armed(stream, arms[stream][0], reply, inline)
-        for task in inline:
-            self._step(task)
+            return [exc] * len(arms)
 
     def _armed(
         self, stream: str, data_from: int, reply: list[Entry] | Exception, inline: list[QueueTask]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
@@ -19,6 +20,7 @@ from lockstep.workers.connection import cluster_of, get_each
 from lockstep.workers.hashing import queue_for_key
 from lockstep.workers.ordering.cluster_pool import REARM_S
 from lockstep.workers.refs import QueueRef
+from lockstep.workers.scripts import script
 from tests.support import wait_until
 from tests.workers.harness import body, handled, recording_consumer
 
@@ -113,3 +115,37 @@ def test_queues_are_woken_after_the_listeners_connections_are_cut(
         )
     finally:
         producer.close()
+
+
+def test_queues_whose_node_refuses_their_arms_together_are_armed_one_by_one(
+    consumer: Consumer,
+    redis_client: redis.Redis,
+    redis_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    together = script(redis_client, "arm_wakeups").sha
+    refused: list[int] = []
+    evalsha = redis.Redis.evalsha
+
+    def refusing(client: redis.Redis, sha: str, numkeys: int, *args: Any) -> Any:
+        if sha == together:  # as a node does once one of the slots named moved away
+            refused.append(1)
+            raise redis.ResponseError("Script attempted to access a non local key")
+        return evalsha(client, sha, numkeys, *args)
+
+    monkeypatch.setattr(redis.Redis, "evalsha", refusing)
+    wait_until(lambda: _armed(redis_client, range(QUEUES)), 30, "every idle queue armed")
+    producer = Producer(redis_url)
+    try:
+        # 3 wakes the queues armed before; each is armed again one by one, and only an
+        # arm that set its flag lets 4 wake it (else it reads again after REARM_S).
+        for seq in (3, 4):
+            _send_one_to_each(producer, seq)
+            wait_until(
+                lambda s=seq: _handled_at(redis_client, s) == set(range(QUEUES)),  # type: ignore[misc]
+                WOKEN_WITHIN_S,
+                f"each queue's message {seq}",
+            )
+    finally:
+        producer.close()
+    assert refused
