@@ -127,7 +127,7 @@ class _Listener(threading.Thread):
 
 
 class _Armer(threading.Thread):
-    """Arms one node's waiting queues, in one pipeline for all that came together."""
+    """Arms one node's waiting queues, in one script call for all that came together."""
 
     def __init__(self, pool: ClusterQueuePool, node: str, client: redis.Redis) -> None:
         super().__init__(name=f"lockstep-{pool.name}-arm-{node}", daemon=True)

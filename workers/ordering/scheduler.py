@@ -52,9 +52,9 @@ READ_LINGER_S = 0.005
 # one such thread per this long, so a process whose threads are merely slow (starved of
 # CPU) does not start many at once.
 STALL_S = 0.2
-# While the pool is CPU-bound (``saturation``), the threads that step at once are brought
-# down by one a window, to this many at least (``_active``): under the GIL every one more
-# only adds lock and GIL hand-offs. The bound is lifted when a ready task has waited
+# While the pool is CPU-bound (``saturation``), the threads that step at once are halved
+# each window, to this many at least (``_active``): under the GIL every one more only
+# adds lock and GIL hand-offs. The bound is lifted when a ready task has waited
 # ``QUEUED_S`` and the pool is not CPU-bound (steps that wait on I/O). It holds only while
 # steps keep ending: once none ended for ``QUEUED_S``, the threads in steps are in long
 # ones (a handler's I/O), and an idle thread takes the next ready task.
