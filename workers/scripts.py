@@ -158,28 +158,23 @@ def pipelined(
     ran) are sent again once it is loaded. EVALSHA is sent as such: redis-py's pipeline
     would ask SCRIPT EXISTS first for a script called in it, a round trip more on every
     batch."""
-    replies = _evalsha_all(client, node, script_, calls)
+
+    def send(indexes: list[int]) -> list[Any]:
+        pipe = node.pipeline(transaction=False)
+        for i in indexes:
+            keys, args = calls[i]
+            pipe.evalsha(script_.sha, len(keys), *keys, *args)
+
+        def resend(n: int) -> Any:
+            keys, args = calls[indexes[n]]
+            return script_(keys=list(keys), args=list(args))
+
+        return execute_following(client, pipe, resend)
+
+    replies = send(list(range(len(calls))))
     missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
     if missing:
         node.script_load(script_.script)
-        again = _evalsha_all(client, node, script_, [calls[i] for i in missing])
-        for i, reply in zip(missing, again, strict=True):
+        for i, reply in zip(missing, send(missing), strict=True):
             replies[i] = reply
     return replies
-
-
-def _evalsha_all(
-    client: redis.Redis,
-    node: redis.Redis,
-    script_: Script,
-    calls: Sequence[tuple[Sequence[Any], Sequence[Any]]],
-) -> list[Any]:
-    pipe = node.pipeline(transaction=False)
-    for keys, args in calls:
-        pipe.evalsha(script_.sha, len(keys), *keys, *args)
-
-    def resend(i: int) -> Any:
-        keys, args = calls[i]
-        return script_(keys=list(keys), args=list(args))
-
-    return execute_following(client, pipe, resend)

@@ -1,6 +1,6 @@
 """The wake-up of a waiting queue (docs/reading.md, "On a Redis Cluster"): ``arm_wakeup.lua``
-returns what is already there or sets the queue's wake flag (``arm_wakeups.lua`` does so
-for many queues of one node in one call); an append removes a set flag and publishes its
+returns what is already there or sets the queue's wake flag, for one queue or for many
+queues of one node in one call; an append removes a set flag and publishes its
 offset on the queue's shard channel, once; an append to a queue nobody armed publishes
 nothing."""
 
@@ -45,11 +45,9 @@ def channel(redis_client: redis.Redis) -> Iterator[Any]:
 
 
 def _arm(client: redis.Redis, after: str) -> list[Any]:
-    return list(
-        script(client, "arm_wakeup")(
-            keys=[keys.stream(REF), keys.wake(REF)], args=[after, 64, 60_000]
-        )
-    )
+    names = [keys.stream(REF), keys.wake(REF)]
+    reply = script(client, "arm_wakeup")(keys=names, args=[64, 60_000, *names, after])
+    return list(reply[0])
 
 
 def _next_message(pubsub: Any) -> Any:
@@ -91,11 +89,11 @@ def test_one_call_arms_queues_of_several_slots_served_by_one_node(
     key = next(k for k in (f"k{n}" for n in range(10_000)) if queue_for_key(k, 64) == refs[1].queue)
     producer.send("several", key, b"a")
     node = node_client(redis_client, keys.stream(refs[0]))
-    arm_all = script(redis_client, "arm_wakeups")
-    node.script_load(arm_all.script)
+    arm = script(redis_client, "arm_wakeup")
+    node.script_load(arm.script)
     args = [part for ref in refs for part in (keys.stream(ref), keys.wake(ref), "0-0")]
 
-    reply = node.evalsha(arm_all.sha, 0, 64, 60_000, *args)
+    reply = node.evalsha(arm.sha, 0, 64, 60_000, *args)
 
     assert [[entry_id for entry_id, _ in found] for found in reply] == [[], [b"0-1"], []]
     assert [redis_client.exists(keys.wake(ref)) for ref in refs] == [1, 0, 1]

@@ -6,15 +6,15 @@ differs, because a cluster refuses one ``XREAD`` over streams of different slots
 
 - A queue that waits for data is *armed*: ``arm_wakeup.lua`` returns the entries already
   there after the awaited offset (handed to the worker), or sets the queue's wake flag.
-  Arms that come together go in one script call per node (``arm_wakeups.lua``, which
-  touches keys of the node's slots), sent by that node's armer thread, so a node that
-  does not answer holds up only its own queues.
+  Arms that come together go in one call of it per node (it touches keys of the node's
+  slots), sent by that node's armer thread, so a node that does not answer holds up only
+  its own queues.
 - An append to a queue whose flag is set removes the flag and publishes on the queue's
   shard channel (``SPUBLISH``, ``_produce.lua``). One listener thread per node holds the
   sharded subscriptions (``SSUBSCRIBE``) of the queues that node serves; a message wakes
   the queue, which reads. A queue whose data step only hands entries on
   (``inline_data_steps``: key ordering's) is armed again instead: that arm returns the
-  new entries (the armer's pipeline reads for all the queues woken together), and the
+  new entries (the armer's one call reads for all the queues woken together), and the
   armer runs the data step itself, as a standalone Redis's reader does.
 - A queue is armed only once its subscription is confirmed: an append between the arm and
   the subscription would wake nobody. Until then it waits ``UNSUBSCRIBED_WAIT_S`` and
@@ -57,7 +57,7 @@ UNSUBSCRIBED_WAIT_S = 0.2
 # A listener applies new subscriptions at least this often (it waits for messages in
 # between): the delay of a queue's first wait, not of its wake-ups.
 LISTEN_POLL_S = 0.05
-# An armer gathers the arms that come within this long into one pipeline.
+# An armer gathers the arms that come within this long into one call per node.
 ARM_LINGER_S = 0.002
 # After a listener failed (its node unreachable), a new one for that node waits this long.
 RELISTEN_DELAY_S = 0.5
@@ -165,7 +165,6 @@ class ClusterQueuePool(QueuePool):
         assert cluster is not None, "ClusterQueuePool serves a Redis Cluster"
         self._cluster = cluster
         self._arm = script(client, "arm_wakeup")
-        self._arm_all = script(client, "arm_wakeups")
         self._nodes: dict[str, _Node] = {}
         # Channel -> (the listener it was asked of, confirmed).
         self._channels: dict[str, tuple[_Listener, bool]] = {}
@@ -263,7 +262,7 @@ class ClusterQueuePool(QueuePool):
     def woken(self, listener: _Listener, channel: str) -> None:
         """An append published on ``channel``: its queue's waiters read. Those whose data
         step only hands entries on (``inline_data_steps``) are armed again instead: the
-        arm returns the new entries, in one pipeline per node for the queues woken
+        arm returns the new entries, in one call per node for the queues woken
         together, and the armer runs their data steps itself (``arm``), so no stepping
         thread is woken for them. The others read on a stepping thread, which runs their
         handler next: a hop through the armer would be one hand-off more."""
@@ -350,16 +349,16 @@ class ClusterQueuePool(QueuePool):
             self._step(task)
 
     def _arm_together(self, armer: _Armer, arms: dict[str, tuple[int, str]]) -> list[Any] | None:
-        """Every queue of ``arms`` in one script call on the armer's node
-        (``arm_wakeups.lua``); per queue its reply, or the node's connection error. None
-        when the node refused the call (a slot moved, a script error): ``_arm_each``."""
+        """Every queue of ``arms`` in one call of ``arm_wakeup.lua`` on the armer's node;
+        per queue its reply, or the node's connection error. None when the node refused
+        the call (a slot moved, a script error): ``_arm_each``."""
         args: list[Any] = [HAND_COUNT, FLAG_TTL_MS]
         for stream, (offset, flag) in arms.items():
-            args += (stream, flag, after_offset(offset))
+            args += _arm_args(stream, offset, flag)
         try:
-            reply = armer.client.evalsha(self._arm_all.sha, 0, *args)
+            reply = armer.client.evalsha(self._arm.sha, 0, *args)
         except NoScriptError:
-            armer.client.script_load(self._arm_all.script)
+            armer.client.script_load(self._arm.script)
             return None  # armed one by one this time
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             return [exc] * len(arms)
@@ -368,14 +367,14 @@ class ClusterQueuePool(QueuePool):
         return list(reply)
 
     def _arm_each(self, arms: dict[str, tuple[int, str]]) -> list[Any]:
-        """Each queue of ``arms`` in a call of its own (``arm_wakeup.lua``), sent where
-        its slot is."""
+        """Each queue of ``arms`` in a call of its own, which declares its keys: the
+        cluster client sends it where its slot is."""
         calls = [
-            ([stream, flag], [after_offset(offset), HAND_COUNT, FLAG_TTL_MS])
+            ([stream, flag], [HAND_COUNT, FLAG_TTL_MS, *_arm_args(stream, offset, flag)])
             for stream, (offset, flag) in arms.items()
         ]
         try:
-            return run_batch(self.client, self._arm, calls)
+            return [reply[0] for reply in run_batch(self.client, self._arm, calls)]
         except (redis.RedisError, RedisClusterException) as exc:
             return [exc] * len(arms)
 
@@ -398,3 +397,9 @@ class ClusterQueuePool(QueuePool):
             for task in self._waiters(stream):
                 if task.data_from == data_from:
                     self._hand(task, list(reply), inline)
+
+
+def _arm_args(stream: str, offset: int, flag: str) -> tuple[str, str, str]:
+    """One queue's arguments of ``arm_wakeup.lua``: its stream, its flag, the ID to read
+    after."""
+    return stream, flag, after_offset(offset)
