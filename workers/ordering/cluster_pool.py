@@ -345,8 +345,7 @@ class ClusterQueuePool(QueuePool):
         with self._cond:
             for stream, reply in zip(streams, found, strict=True):
                 self._armed(stream, arms[stream][0], reply, inline)
-        for task in inline:
-            self._step(task)
+        self._step_inline(inline)
 
     def _arm_together(self, armer: _Armer, arms: dict[str, tuple[int, str]]) -> list[Any] | None:
         """Every queue of ``arms`` in one call of ``arm_wakeup.lua`` on the armer's node;

@@ -248,14 +248,7 @@ class QueuePool:
         time for ``unstall`` and ``useful_threads``), which also takes the next ready
         task in the same hold of the lock, and returns it: one hold per step, not two,
         where a busy pool's threads meet."""
-        handed, task.handed = task.handed, None
-        try:
-            wait: Wait | None = task.steps.send(handed)  # send(None) starts it
-        except StopIteration:
-            wait = None
-        except Exception:  # the steps catch their own errors; a bug ends the worker
-            log.exception("queue %s steps failed", task.worker.ref)
-            wait = None
+        wait = self._advance(task)
         if wait is None:
             self._finish(task)
             return None
@@ -271,6 +264,39 @@ class QueuePool:
         if unblock:
             self._unblock_reader(unblock)
         return following
+
+    def _advance(self, task: QueueTask) -> Wait | None:
+        """Run ``task``'s next step (outside the lock); what it waits for next, or None
+        once its steps ended."""
+        handed, task.handed = task.handed, None
+        try:
+            return task.steps.send(handed)  # send(None) starts it
+        except StopIteration:
+            return None
+        except Exception:  # the steps catch their own errors; a bug ends the worker
+            log.exception("queue %s steps failed", task.worker.ref)
+            return None
+
+    def _step_inline(self, tasks: list[QueueTask]) -> None:
+        """Step ``tasks`` (taken by ``_hand`` for the thread that read their entries),
+        then put them where their steps' waits say, all in one hold of the lock: a
+        thousand busy queues are hundreds of such steps per read, each a few
+        microseconds, and a hold of the lock each cost about as much again where the
+        stepping threads meet (docs/reading.md, "The runners")."""
+        parked: list[tuple[QueueTask, Wait]] = []
+        for task in tasks:
+            wait = self._advance(task)
+            if wait is None:
+                self._finish(task)
+            else:
+                parked.append((task, wait))
+        unblock = 0
+        with self._cond:
+            for task, wait in parked:
+                self._step_ended(task)
+                unblock = self._park(task, wait) or unblock
+        if unblock:
+            self._unblock_reader(unblock)
 
     def _timed(self) -> None:
         """A stepping thread ended a step (under the lock): measure whether the process is
@@ -488,8 +514,7 @@ class QueuePool:
             for stream, entries in found.items():
                 for task in list(self._waiting_data.get(stream, ())):
                     self._hand(task, list(entries), inline)
-        for task in inline:
-            self._step(task)
+        self._step_inline(inline)
 
     def _hand(self, task: QueueTask, entries: list[Entry], inline: list[QueueTask]) -> None:
         """Wake a waiting ``task`` with the entries read for it (under the lock); one whose
