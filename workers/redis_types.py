@@ -24,6 +24,22 @@ def as_bytes(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode()
 
 
+def raw_reply(response: Any, **_options: Any) -> Any:
+    """A response callback that keeps the parser's reply as it is (``raw_xread``)."""
+    return response
+
+
+def raw_xread(reply: Any) -> dict[bytes, list[Entry]]:
+    """An XREAD reply left raw (``raw_reply``: a map of stream to entries under RESP3, a
+    list of [stream, entries] under RESP2; None when nothing came) → stream -> list of
+    (id, fields). redis-py's own parse builds each entry's fields pair by pair in Python;
+    a reader of a thousand streams parses every message it hands out."""
+    if not reply:
+        return {}
+    pairs = reply.items() if isinstance(reply, dict) else reply
+    return {stream: script_entries(found) for stream, found in pairs}
+
+
 def script_entries(reply: Any) -> list[Entry]:
     """XRANGE's reply as a Lua script returns it (``[id, [field, value, ...]]`` per entry)
     → list of (id, fields). A stream entry's fields always come in pairs."""

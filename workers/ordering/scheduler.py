@@ -36,7 +36,7 @@ from lockstep.workers import keys
 from lockstep.workers.connection import own_connection
 from lockstep.workers.ordering.runner import HAND_COUNT, Handed, Steppable, Wait, after_offset
 from lockstep.workers.ordering.saturation import Saturation
-from lockstep.workers.redis_types import Entry, as_bytes
+from lockstep.workers.redis_types import Entry, as_bytes, raw_reply, raw_xread
 
 log = logging.getLogger(__name__)
 
@@ -225,6 +225,7 @@ class QueuePool:
     def _start_reader(self) -> None:
         # The reader's own connection: CLIENT UNBLOCK names it by its id.
         self._reader_client = own_connection(self.client)
+        self._reader_client.set_response_callback("XREAD", raw_reply)  # raw_xread parses
         name = f"lockstep-{self.name}-reader"
         threading.Thread(target=self._read_forever, name=name, daemon=True).start()
 
@@ -464,7 +465,7 @@ class QueuePool:
             finally:
                 with self._cond:
                     self._reader_blocked = False
-            self._wake_streams({as_bytes(stream).decode(): found for stream, found in reply or []})
+            self._wake_streams({as_bytes(s).decode(): found for s, found in reply.items()})
             # A read cut short (entries came, or a queue started waiting) is followed by the
             # next one after a moment: under load that moment gathers the queues that wait
             # next, and the entries they wait for, into one read instead of one each.
@@ -474,12 +475,13 @@ class QueuePool:
         """Stream -> the ID to read after: the lowest next offset of its waiting queues."""
         return dict(self._read_after)
 
-    def _read(self, wanted: dict[str, str]) -> Any:
+    def _read(self, wanted: dict[str, str]) -> dict[bytes, list[Entry]]:
         assert self._reader_client is not None
         if self._reader_id is None:
             self._reader_id = int(self._reader_client.client_id())
         streams: dict[Any, Any] = dict(wanted)
-        return self._reader_client.xread(streams, count=HAND_COUNT, block=int(READ_BLOCK_S * 1000))
+        block = int(READ_BLOCK_S * 1000)
+        return raw_xread(self._reader_client.xread(streams, count=HAND_COUNT, block=block))
 
     def _unblock_reader(self, cycle: int) -> None:
         """End the reader's read ``cycle`` early. The read may not have reached Redis
