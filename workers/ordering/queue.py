@@ -104,8 +104,10 @@ class QueueOrderingWorker(QueueWorker):
                 # RocketMQ yields a queue consumed continuously for 60 s so others run.
                 handed = yield Wait(t.continuous_yield_s)
                 streak_start = time.monotonic()
-            else:
+            elif self.buffer or not self.read_to_end():
                 handed = yield READY  # the other queues of the runner get their turn
+            # Else all that was read is handled and the stream ended there: the loop goes
+            # on to wait for data in this step, not in a step of its own (read_to_end).
 
     def finish(self) -> None:
         """Commit the handled position, unless the queue was fenced, lost or abandoned
