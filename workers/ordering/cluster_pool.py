@@ -252,7 +252,10 @@ class ClusterQueuePool(QueuePool):
         if entry is None:
             return False
         entry.armer.pending.add(stream)
-        entry.armer.wanted.set()
+        if not entry.armer.wanted.is_set():
+            # Set until the armer clears it, before it takes what is pending (under the
+            # lock held here): one set per round, not one per queue.
+            entry.armer.wanted.set()
         return True
 
     def _waiters(self, stream: str) -> list[QueueTask]:
