@@ -142,7 +142,7 @@ class _Armer(threading.Thread):
         while not self.pool.ending() and not self.retired:
             if not self.wanted.wait(LISTEN_POLL_S * 10):
                 continue
-            time.sleep(ARM_LINGER_S)
+            time.sleep(self.pool.linger_s(ARM_LINGER_S))
             self.wanted.clear()
             arms = self.pool.take_arms(self)
             if arms:

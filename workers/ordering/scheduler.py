@@ -47,6 +47,10 @@ READ_BLOCK_S = 1.0
 # The reader's pause between reads (see _read_forever): at most this much is added to a
 # wake-up, and it bounds the reads to a few hundred a second however busy the queues are.
 READ_LINGER_S = 0.005
+# ... and while the pool is CPU-bound (``saturation``): each read then finds more entries
+# per queue, so fewer reads and steps carry the same messages, for up to this much more
+# delay where messages already wait for the CPU (docs/reading.md, "The runners").
+SATURATED_LINGER_S = 0.02
 # A task ready this long while every thread is in a step, and no step ended meanwhile,
 # gets a thread of its own (``QueuePool.unstall``): the threads are in long steps. At most
 # one such thread per this long, so a process whose threads are merely slow (starved of
@@ -299,6 +303,13 @@ class QueuePool:
         if unblock:
             self._unblock_reader(unblock)
 
+    def linger_s(self, idle_s: float) -> float:
+        """The pause of the thread that reads for the waiting queues (the reader, or a
+        cluster's armer) after a read: ``idle_s``, or ``SATURATED_LINGER_S`` while the
+        last window found the pool CPU-bound. Read without the lock: a window late at
+        most (the first wake-up after a busy spell may wait the longer pause)."""
+        return SATURATED_LINGER_S if self._cpu.saturated else idle_s
+
     def _timed(self) -> None:
         """A stepping thread ended a step (under the lock): measure whether the process is
         CPU-bound once a window has passed (``useful_threads``, ``_active``)."""
@@ -469,7 +480,7 @@ class QueuePool:
             # A read cut short (entries came, or a queue started waiting) is followed by the
             # next one after a moment: under load that moment gathers the queues that wait
             # next, and the entries they wait for, into one read instead of one each.
-            time.sleep(READ_LINGER_S)
+            time.sleep(self.linger_s(READ_LINGER_S))
 
     def _wanted(self) -> dict[str, str]:
         """Stream -> the ID to read after: the lowest next offset of its waiting queues."""
