@@ -351,7 +351,10 @@ class QueueWorker(ABC):
             else:
                 self.next_fetch = item.offset + 1
             out.append(item)
-        self._foreign_seen = {i for i in self._foreign_seen if parse_offset(i) >= self.next_fetch}
+        if self._foreign_seen:  # almost always empty: not rebuilt on every read
+            self._foreign_seen = {
+                i for i in self._foreign_seen if parse_offset(i) >= self.next_fetch
+            }
         self._only_foreign = bool(found) and not out
         return out
 
