@@ -263,20 +263,20 @@ class ClusterQueuePool(QueuePool):
 
     # -- from the listeners ----------------------------------------------------------------
     def woken(self, listener: _Listener, channel: str) -> None:
-        """An append published on ``channel``: its queue's waiters read. Those whose data
-        step only hands entries on (``inline_data_steps``) are armed again instead: the
-        arm returns the new entries, in one call per node for the queues woken
-        together, and the armer runs their data steps itself (``arm``), so no stepping
-        thread is woken for them. The others read on a stepping thread, which runs their
-        handler next: a hop through the armer would be one hand-off more."""
+        """An append published on ``channel``: its queue is armed again, and the arm
+        returns the new entries, in one call per node for the queues woken together
+        (``arm``): they go to the waiters as a read of theirs would, and a data step that
+        only hands them on (``inline_data_steps``) is run by the armer itself. A waiter
+        woken without entries would not read (it read to the stream's end): it would
+        wait again, and be armed then, a step later. Where no armer serves the node any
+        more, the waiters are woken and read."""
         with self._cond:
             stream = self._stream_of.get(channel)
             if stream is None:
                 return  # its queue went
             self._armed_from.pop(stream, None)
             waiters = self._waiters(stream)
-            inline = all(task.worker.inline_data_steps for task in waiters)
-            if waiters and inline and self._want_arm(listener.node, stream):
+            if waiters and self._want_arm(listener.node, stream):
                 return
             for task in waiters:
                 self._wake(task, task.generation, data=True)
