@@ -41,7 +41,7 @@ from lockstep.workers import keys
 from lockstep.workers.connection import cluster_of, own_connection, refresh_layout
 from lockstep.workers.ordering.runner import HAND_COUNT, Wait, after_offset
 from lockstep.workers.ordering.scheduler import WAITING, QueuePool, QueueTask
-from lockstep.workers.redis_types import Entry, as_bytes, script_entries
+from lockstep.workers.redis_types import Entry, as_bytes, entries, script_entries
 from lockstep.workers.scripts import run_batch, script
 
 log = logging.getLogger(__name__)
@@ -337,18 +337,48 @@ class ClusterQueuePool(QueuePool):
             return arms
 
     def arm(self, armer: _Armer, arms: dict[str, tuple[int, str]]) -> None:
-        """Arm ``arms`` (``take_arms``) on ``armer``'s node, then hand out what came."""
-        streams = list(arms)
-        replies = self._arm_together(armer, arms)
-        if replies is None:
-            replies = self._arm_each(arms)
-        # Decoded before the pool's lock is taken: the stepping threads wait on it.
-        found = [r if isinstance(r, Exception) else script_entries(r) for r in replies]
+        """Hand ``arms`` (``take_arms``) what came after their offsets, on ``armer``'s
+        node: every stream is read first (``_read_each``), and only those with nothing
+        new are armed (``arm_wakeup.lua``), which returns what came since or sets their
+        flags."""
+        found = self._read_each(armer, arms)
+        to_arm = {stream: arms[stream] for stream, got in found.items() if got is None}
+        if to_arm:
+            replies = self._arm_together(armer, to_arm)
+            if replies is None:
+                replies = self._arm_each(to_arm)
+            # Decoded before the pool's lock is taken: the stepping threads wait on it.
+            for stream, reply in zip(to_arm, replies, strict=True):
+                found[stream] = reply if isinstance(reply, Exception) else script_entries(reply)
         inline: list[QueueTask] = []
         with self._cond:
-            for stream, reply in zip(streams, found, strict=True):
-                self._armed(stream, arms[stream][0], reply, inline)
+            for stream, got in found.items():
+                self._armed(stream, arms[stream][0], got or [], inline)
         self._step_inline(inline)
+
+    def _read_each(
+        self, armer: _Armer, arms: dict[str, tuple[int, str]]
+    ) -> dict[str, list[Entry] | Exception | None]:
+        """Each stream of ``arms`` read after its offset, in one pipeline of plain
+        ``XRANGE``s on the armer's node: its entries; None where there were none or the
+        node refused the read (a slot moved: its arm follows it); the node's connection
+        error for every stream. Why read before arming: a script's ``XRANGE`` costs the
+        node several times the command's own (its entries converted to Lua and back),
+        and under load most waiting queues have entries already (docs/reading.md, "On a
+        Redis Cluster")."""
+        pipe = armer.client.pipeline(transaction=False)
+        for stream, (offset, _) in arms.items():
+            pipe.xrange(stream, min=f"({after_offset(offset)}", max="+", count=HAND_COUNT)
+        try:
+            replies = pipe.execute(raise_on_error=False)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            return dict.fromkeys(arms, exc)
+        except redis.RedisError:
+            return dict.fromkeys(arms)  # armed, which meets the node's refusal its own way
+        return {
+            stream: None if isinstance(reply, Exception) else (entries(reply) or None)
+            for stream, reply in zip(arms, replies, strict=True)
+        }
 
     def _arm_together(self, armer: _Armer, arms: dict[str, tuple[int, str]]) -> list[Any] | None:
         """Every queue of ``arms`` in one call of ``arm_wakeup.lua`` on the armer's node;
