@@ -41,8 +41,9 @@ def raw_xread(reply: Any) -> dict[bytes, list[Entry]]:
 
 
 def script_entries(reply: Any) -> list[Entry]:
-    """XRANGE's reply as a Lua script returns it (``[id, [field, value, ...]]`` per entry)
-    → list of (id, fields). A stream entry's fields always come in pairs."""
+    """XRANGE's reply as a Lua script returns it, or as the parser gives it when no
+    response callback ran (``[id, [field, value, ...]]`` per entry) → list of (id,
+    fields). A stream entry's fields always come in pairs."""
     out: list[Entry] = []
     for entry_id, flat in reply:
         pairs = iter(flat)

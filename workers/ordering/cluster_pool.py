@@ -4,18 +4,18 @@
 ``ClusterQueuePool`` steps the queue workers as ``QueuePool`` does; only the wait for data
 differs, because a cluster refuses one ``XREAD`` over streams of different slots:
 
-- A queue that waits for data is *armed*: ``arm_wakeup.lua`` returns the entries already
-  there after the awaited offset (handed to the worker), or sets the queue's wake flag.
-  Arms that come together go in one call of it per node (it touches keys of the node's
-  slots), sent by that node's armer thread, so a node that does not answer holds up only
-  its own queues.
+- A queue that waits for data is *armed*, by its node's armer thread, for all the queues
+  of the node that came together (a node that does not answer holds up only its own
+  queues): their streams are read first, in one pipeline of plain ``XRANGE``s, and the
+  entries found are handed to the workers; those with nothing new go to one call of
+  ``arm_wakeup.lua`` (it touches keys of the node's slots), which returns what came
+  since or sets the queue's wake flag.
 - An append to a queue whose flag is set removes the flag and publishes on the queue's
   shard channel (``SPUBLISH``, ``_produce.lua``). One listener thread per node holds the
-  sharded subscriptions (``SSUBSCRIBE``) of the queues that node serves; a message wakes
-  the queue, which reads. A queue whose data step only hands entries on
-  (``inline_data_steps``: key ordering's) is armed again instead: that arm returns the
-  new entries (the armer's one call reads for all the queues woken together), and the
-  armer runs the data step itself, as a standalone Redis's reader does.
+  sharded subscriptions (``SSUBSCRIBE``) of the queues that node serves; a message has
+  the queue armed again, which hands it the new entries. A queue whose data step only
+  hands entries on (``inline_data_steps``: key ordering's) has that step run by the
+  armer itself, as a standalone Redis's reader does.
 - A queue is armed only once its subscription is confirmed: an append between the arm and
   the subscription would wake nobody. Until then it waits ``UNSUBSCRIBED_WAIT_S`` and
   reads again.

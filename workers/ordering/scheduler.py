@@ -243,29 +243,27 @@ class QueuePool:
             self._cpu.add_current_thread()
         task = self._next_task()
         while task is not None:
-            task = self._step(task, timed=True) or self._next_task()
+            task = self._step(task) or self._next_task()
         with self._cond:
             self._cpu.close()
 
-    def _step(self, task: QueueTask, *, timed: bool = False) -> QueueTask | None:
-        """Run ``task``'s next step (it is RUNNING, taken by this thread), then put it
-        where the step's ``Wait`` says; ``timed``: a stepping thread's step (it marks the
-        time for ``unstall`` and ``useful_threads``), which also takes the next ready
-        task in the same hold of the lock, and returns it: one hold per step, not two,
-        where a busy pool's threads meet."""
+    def _step(self, task: QueueTask) -> QueueTask | None:
+        """Run a stepping thread's ``task``'s next step (it is RUNNING, taken by this
+        thread), then put it where the step's ``Wait`` says, mark the time for
+        ``unstall`` and ``useful_threads``, and take the next ready task in the same
+        hold of the lock, which it returns: one hold per step, not two, where a busy
+        pool's threads meet. The steps a reader or an armer runs go through
+        ``_step_inline``."""
         wait = self._advance(task)
         if wait is None:
             self._finish(task)
             return None
-        following = None
         with self._cond:
-            if timed:
-                self._timed()
+            self._timed()
             self._step_ended(task)
             unblock = self._park(task, wait)
-            if timed:
-                self._fire_timers()
-                following = self._take_ready()
+            self._fire_timers()
+            following = self._take_ready()
         if unblock:
             self._unblock_reader(unblock)
         return following
