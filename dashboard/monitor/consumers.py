@@ -3,7 +3,8 @@ JSON views stay the source of truth (a client that sees a gap re-reads them). Al
 need a logged-in session: an anonymous visitor is closed with 4401 before the handshake
 completes.
 
-- ``/ws/overview/``: ``{"type": "overview", "seq", "data": <GET /api/v1/overview>}``.
+- ``/ws/overview/?<query>``: the overview page's own view (``OverviewConsumer``,
+  ``overview_socket``): ``{"type": "overview", "seq", "generated_at_ms", <parts>}``.
 - ``/ws/queues/<topic>/<queue>/``: ``{"type": "queue", "seq", "data": <queue_state>,
   "events": [...]}``; unknown topic or queue: closed with 4404. On connect (seq 0) the
   events are the queue's latest stored ones, as in its JSON view; in updates, those
@@ -19,10 +20,13 @@ for every socket: ``web.publish``).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from channels.db import database_sync_to_async
+from django.http import QueryDict
 
+from lockstep.dashboard.monitor import overview_socket
 from lockstep.dashboard.monitor.ingest import CURSOR
 from lockstep.dashboard.monitor.live import (
     EVENTS_GROUP,
@@ -30,27 +34,89 @@ from lockstep.dashboard.monitor.live import (
     RECENT_EVENTS,
     compact_details,
     queue_group,
+    unwatch,
+    watch,
 )
 from lockstep.dashboard.monitor.queries import recent_events
 from lockstep.dashboard.web.push_socket import LiveConsumer
 from lockstep.dashboard.web.redis_conn import get_redis
+from lockstep.dashboard.web.store import fleet_read
 from lockstep.dashboard.web.store.models import IngestCursor
 from lockstep.workers.errors import UnknownTopicError
-from lockstep.workers.inspect import get_topic, overview, queue_state
+from lockstep.workers.inspect import get_topic, queue_state
 from lockstep.workers.refs import QueueRef
 
 
 class OverviewConsumer(LiveConsumer):
-    """``/ws/overview/``: the overview on connect (seq 0) and on every ingester push."""
+    """``/ws/overview/?<the page's query>``: the page's view of the fleet state (summary,
+    worst queues, its table page) whole on connect, then its changes after each ingester
+    push (``overview_socket``: parts, at most 64 KiB a message). The socket numbers its
+    own messages: seq 0, then 1, 2, … A query the page could not show closes it with
+    4400."""
+
+    view = fleet_read.TableView()
 
     async def resolve(self, kwargs: dict[str, Any]) -> str | None:
+        query = QueryDict(self.scope.get("query_string", b"").decode("latin-1"))
+        self.view = fleet_read.table_view(query)
+        self.sent: overview_socket.View | None = None
+        self.seq = 0
+        self.reading = False
+        self.again = False
+        self.backlog: list[dict[str, Any]] = []
         return OVERVIEW_GROUP
 
     def snapshot(self) -> dict[str, Any]:
-        return {"type": "overview", "seq": 0, "data": overview(get_redis())}
+        fleet_read.ensure_fresh(get_redis())
+        view = overview_socket.socket_view(overview_socket.overview_data(self.view))
+        bodies = overview_socket.messages(overview_socket.changes(None, view))
+        self.sent = view
+        first, *self.backlog = bodies
+        return self._message(first, view, seq=0)
+
+    async def after_snapshot(self) -> None:
+        rest, self.backlog = self.backlog, []
+        for body in rest:
+            await self._send(body, self.sent)
 
     async def overview_update(self, message: dict[str, Any]) -> None:
-        await self.send_json({"type": "overview", "seq": message["seq"], "data": message["data"]})
+        """The ingester wrote the fleet state: read this page's view again and send what
+        changed. Hints that arrive during a read are folded into one more read."""
+        if self.reading:
+            self.again = True
+            return
+        self.reading = True
+        try:
+            while True:
+                self.again = False
+                view = await database_sync_to_async(self._read)()
+                change = overview_socket.changes(self.sent, view)
+                # Nothing changed: an empty message still tells the page it is live.
+                for body in overview_socket.messages(change) if change else [{}]:
+                    await self._send(body, view)
+                self.sent = view
+                if not self.again:
+                    break
+        finally:
+            self.reading = False
+
+    def _read(self) -> overview_socket.View:
+        return overview_socket.socket_view(overview_socket.overview_data(self.view))
+
+    async def _send(self, body: dict[str, Any], view: overview_socket.View | None) -> None:
+        self.seq += 1
+        await self.send_json(self._message(body, view, seq=self.seq))
+
+    @staticmethod
+    def _message(
+        body: dict[str, Any], view: overview_socket.View | None, seq: int
+    ) -> dict[str, Any]:
+        at = view["generated_at_ms"] if view else 0
+        return {"type": "overview", "seq": seq, "generated_at_ms": at, **body}
+
+    @classmethod
+    async def encode_json(cls, content: Any) -> str:
+        return json.dumps(content, separators=(",", ":"))
 
 
 class QueueConsumer(LiveConsumer):
@@ -63,7 +129,14 @@ class QueueConsumer(LiveConsumer):
         self.topic, self.queue = str(kwargs["topic"]), int(kwargs["queue"])
         if not await database_sync_to_async(_queue_exists)(self.topic, self.queue):
             return None
-        return queue_group(self.topic, self.queue)
+        group = queue_group(self.topic, self.queue)
+        await database_sync_to_async(watch)(get_redis(), group, self.channel_name)
+        return group
+
+    async def disconnect(self, code: int) -> None:
+        if self.group:
+            await database_sync_to_async(unwatch)(get_redis(), self.group, self.channel_name)
+        await super().disconnect(code)
 
     def snapshot(self) -> dict[str, Any]:
         data = queue_state(get_redis(), QueueRef(self.topic, self.queue))

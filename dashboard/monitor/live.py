@@ -2,13 +2,15 @@
 
 Channel-layer messages are at-most-once (``channels_redis`` drops a message when the
 receiving channel is full, about 1,000 a second here) and carry no ordering promise, so
-nothing is ever sent per event. Instead, every ``push`` sends at most one message per
-channel group, each carrying state read from Redis at that moment, numbered by
-``web.publish`` (its group's ``seq``):
+nothing is ever sent per event. Instead, every ``push`` first brings the fleet state up
+to date (``web.store.fleet``), then sends at most one message per channel group,
+numbered by ``web.publish`` (its group's ``seq``):
 
-- group ``overview``: ``{"type": "overview.update", "seq", "data": overview()}``;
-- group ``queue_group(topic, queue)``, only for queues that changed since their last push
-  (an event of the queue was stored, or its offsets, lag, owner or token moved):
+- group ``overview``: ``{"type": "overview.update", "seq"}`` when the fleet state
+  changed: a hint, no data; each overview socket reads its own page of the state and
+  sends its page the changes (``monitor.consumers.OverviewConsumer``);
+- group ``queue_group(topic, queue)``, only for a queue some socket watches (``watch``)
+  that changed (an event of it was stored, or its row of the fleet state moved):
   ``{"type": "queue.update", "seq", "data": <as workers.inspect.queue_state>, "events":
   [<the queue's events stored since its previous update, at most the RECENT_EVENTS
   latest>]}``. Events are shaped and filtered as in the queue's JSON view
@@ -18,9 +20,11 @@ channel group, each carrying state read from Redis at that moment, numbered by
 - group ``events``: ``{"type": "events.hint", "seq", "last_id": <last stream ID stored>}``
   when events were stored since the last hint.
 
-A receiver that sees a seq other than the previous one + 1 (a lost message, or a restarted
-ingester: its first push is ``fresh`` and skips a number) must re-read the JSON view;
-events may repeat across a snapshot and the next update (dedupe by ``id``).
+What a push costs follows what changed and what is watched, never the fleet's size
+(but for a sweep, on its own cadence). A receiver that sees a seq other than the
+previous one + 1 (a lost message, or a restarted ingester: its first push is ``fresh``
+and skips a number) must re-read the JSON view; events may repeat across a snapshot and
+the next update (dedupe by ``id``).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections import defaultdict, deque
+from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
@@ -36,9 +40,10 @@ import redis
 
 from lockstep.dashboard.monitor.queries import NOISY_TYPES, event_dict
 from lockstep.dashboard.web.publish import group_part, publish
+from lockstep.dashboard.web.store.fleet import FleetWriter, Reading
 from lockstep.dashboard.web.store.models import Event
-from lockstep.workers.errors import UnknownTopicError
-from lockstep.workers.inspect import QueueLag, TopicState, overview, queue_of, topic_state
+from lockstep.workers.inspect import TopicState, queue_of
+from lockstep.workers.redis_types import as_bytes
 from lockstep.workers.refs import QueueRef
 
 log = logging.getLogger(__name__)
@@ -50,6 +55,12 @@ EVENTS_GROUP = "events"
 RECENT_EVENTS = 50
 # Push at least this often even without events: production moves lag without events.
 IDLE_PUSH_SECONDS = 2.0
+# The whole fleet is read again at most this often (more rarely when a sweep is slow:
+# ``FleetWriter.sweep_due``); between sweeps only the queues events named are read.
+SWEEP_SECONDS = 2.0
+# Sockets on a queue register here (``watch``), so a push reads who watches in one call.
+WATCHERS_KEY = "lockstep-web:watchers"
+WATCH_MAX_AGE_S = 86_400
 # Details larger than this (key_state, lanes) are cut down to their scalar fields.
 DETAILS_MAX_CHARS = 1000
 DETAIL_TEXT_MAX = 200
@@ -83,48 +94,38 @@ def compact_details(details: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _signature(queue: QueueLag) -> tuple[Any, ...]:
-    """What makes a queue worth a push without events: produced, committed, parked, owner."""
-    return (
-        queue["max_offset"],
-        tuple(
-            (
-                g["group"],
-                g["committed_offset"],
-                g["completed_above"],
-                g["parked"],
-                g["owner"],
-                g["token"],
-            )
-            for g in queue["groups"]
-        ),
-    )
-
-
 class Publisher:
-    """Collects what the ingester stored and sends the coalesced pushes. Not thread-safe:
-    one ingester thread owns it."""
+    """Collects what the ingester stored, keeps the fleet state (``web.store.fleet``) and
+    sends the coalesced pushes. Not thread-safe: one ingester thread owns it.
+
+    Each push refreshes the fleet state first: a sweep of the whole fleet when one is due
+    (``FleetWriter.sweep_due``), otherwise a read of the queues the stored events named.
+    Then it sends one hint to the overview's group (its sockets re-read their own page
+    of the state), an update to each *watched* queue that changed (``watch``: a queue
+    nobody has open costs no message) and the events hint."""
 
     def __init__(self, client: redis.Redis, interval: float = 0.5) -> None:
         self.client = client
         self.interval = interval
+        self.writer = FleetWriter(client)
         self._pushed = False
         self._pending: dict[QueueRef, deque[Event]] = {}
-        self._signatures: dict[QueueRef, tuple[Any, ...]] = {}
+        self._named: set[QueueRef] = set()
         self._last_id = ""
         self._hinted_id = ""
         self._dirty = False
         self._last_push = 0.0
 
     def record(self, rows: Iterable[Event], last_id: str) -> None:
-        """Remember newly stored events (their queues are pushed at the next tick)."""
+        """Remember newly stored events (their queues are read and pushed at the next
+        tick)."""
         for row in rows:
             # Periodic events (samples, lane and key snapshots) change nothing a push
-            # shows that the state signature would not catch.
+            # shows that the next sweep would not catch.
             if row.topic and row.queue is not None and row.type not in NOISY_TYPES:
-                recent = self._pending.setdefault(
-                    QueueRef(row.topic, row.queue), deque(maxlen=RECENT_EVENTS)
-                )
+                ref = QueueRef(row.topic, row.queue)
+                self._named.add(ref)
+                recent = self._pending.setdefault(ref, deque(maxlen=RECENT_EVENTS))
                 recent.appendleft(row)  # shaped at push time: most are dropped before
         self._last_id = last_id
         self._dirty = True
@@ -134,52 +135,57 @@ class Publisher:
         return time.monotonic() - self._last_push >= wait
 
     def push(self) -> int:
-        """Read the state of what changed and send it; returns how many messages were sent
-        to the channel layer. Redis errors propagate (the caller backs off)."""
+        """Refresh the fleet state and send what changed; returns how many messages were
+        sent to the channel layer. Redis and database errors propagate (the caller backs
+        off; what was named stays pending for the next push)."""
         self._last_push = time.monotonic()
         self._dirty = False
-        # The first push names every queue (no signature is known yet), so a fresh
-        # start leaves a gap in every group a page may watch.
-        sent = publish(self._collect(), "live pushes", fresh=not self._pushed)
+        reading = self._refresh()
+        # The first push names every queue, so a fresh start leaves a gap in every group
+        # a page may watch.
+        sent = publish(self._collect(reading), "live pushes", fresh=not self._pushed)
         self._pushed = self._pushed or sent > 0
         return sent
 
-    def _collect(self) -> list[tuple[str, Message]]:
-        snapshot = overview(self.client)
-        messages: list[tuple[str, Message]] = [
-            (OVERVIEW_GROUP, {"type": "overview.update", "data": snapshot})
-        ]
-        changed = set(self._pending)
-        for topic in snapshot["topics"]:
-            for q in topic["queues"]:
-                where = QueueRef(topic["name"], q["queue"])
-                signature = _signature(q)
-                if self._signatures.get(where) != signature:
-                    self._signatures[where] = signature
-                    changed.add(where)
-        messages += self._queue_messages(changed)
+    def stop(self) -> None:
+        """The ingester is stopping: pages read the fleet themselves until another runs."""
+        self.writer.stop()
+
+    def _refresh(self) -> Reading | None:
+        if self.writer.sweep_due(SWEEP_SECONDS):
+            reading = self.writer.sweep()
+        elif self._named:
+            reading = self.writer.refresh(self._named)
+        else:
+            reading = None
+        self._named = set()
+        return reading
+
+    def _collect(self, reading: Reading | None) -> list[tuple[str, Message]]:
+        # Every push hints the overview's sockets, changed or not: a page that hears
+        # nothing for a while takes the ingester for gone (live_socket.js, stale).
+        messages: list[tuple[str, Message]] = [(OVERVIEW_GROUP, {"type": "overview.update"})]
+        if reading is not None:
+            messages += self._queue_messages(reading)
         if self._last_id and self._last_id != self._hinted_id:
             self._hinted_id = self._last_id
             messages.append((EVENTS_GROUP, {"type": "events.hint", "last_id": self._last_id}))
         return messages
 
-    def _queue_messages(self, changed: set[QueueRef]) -> list[tuple[str, Message]]:
-        by_topic: dict[str, list[int]] = defaultdict(list)
-        for ref in sorted(changed):
-            by_topic[ref.topic].append(ref.queue)
+    def _queue_messages(self, reading: Reading) -> list[tuple[str, Message]]:
+        """An update for each watched queue of ``reading`` that changed or had events."""
+        watched = watched_groups(self.client)
+        moved = {QueueRef(t, q) for t, _, q in reading.changed}
         out: list[tuple[str, Message]] = []
-        for topic, queues in by_topic.items():
-            try:
-                state = topic_state(self.client, topic)
-            except UnknownTopicError:  # events may name a topic that was never created
-                for queue in queues:
-                    self._pending.pop(QueueRef(topic, queue), None)
-                continue
-            for queue in queues:
-                rows = self._pending.pop(QueueRef(topic, queue), ())
-                if 0 <= queue < state["queue_count"]:
+        for state in reading.states:
+            for q in state["queues"]:
+                ref = QueueRef(state["name"], q["queue"])
+                rows = self._pending.pop(ref, ())
+                group = queue_group(ref.topic, ref.queue)
+                if group in watched and (rows or ref in moved or not self._pushed):
                     events = [compact_event(row) for row in rows]
-                    out.append(self._queue_message(state, queue, events))
+                    out.append(self._queue_message(state, q["queue"], events))
+        self._pending.clear()  # events of queues not read (a topic gone) or not watched
         return out
 
     def _queue_message(
@@ -187,6 +193,27 @@ class Publisher:
     ) -> tuple[str, Message]:
         return queue_group(state["name"], queue), {
             "type": "queue.update",
-            "data": queue_of(state, queue),  # queue_state's shape, from one topic read
+            "data": queue_of(state, queue),  # queue_state's shape, from the fleet reading
             "events": events,
         }
+
+
+# ---- who watches which queue -------------------------------------------------------------
+
+
+def watch(client: redis.Redis, group: str, channel: str) -> None:
+    """A socket on ``channel`` watches ``group`` (a queue's): the publisher sends it
+    updates from now on."""
+    client.zadd(WATCHERS_KEY, {f"{group} {channel}": time.time()})
+
+
+def unwatch(client: redis.Redis, group: str, channel: str) -> None:
+    client.zrem(WATCHERS_KEY, f"{group} {channel}")
+
+
+def watched_groups(client: redis.Redis) -> set[str]:
+    """The queue groups some socket watches. Entries a crashed server left behind expire
+    after ``WATCH_MAX_AGE_S`` (a socket open longer is counted again when it reconnects;
+    until then its queue is pushed to anyway, as a stale entry is)."""
+    client.zremrangebyscore(WATCHERS_KEY, "-inf", time.time() - WATCH_MAX_AGE_S)
+    return {as_bytes(m).decode().split(" ", 1)[0] for m in client.zrange(WATCHERS_KEY, 0, -1)}

@@ -4,9 +4,23 @@
 from lockstep.dashboard.web.store.models import (
     Event,
     EventCounter,
+    FleetStamp,
+    GroupStatus,
     IngestCursor,
+    QueueStatus,
     TimeZonePreference,
     Topic,
+    TopicStatus,
 )
 
-__all__ = ("Event", "EventCounter", "IngestCursor", "TimeZonePreference", "Topic")
+__all__ = (
+    "Event",
+    "EventCounter",
+    "FleetStamp",
+    "GroupStatus",
+    "IngestCursor",
+    "QueueStatus",
+    "TimeZonePreference",
+    "Topic",
+    "TopicStatus",
+)

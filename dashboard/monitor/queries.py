@@ -11,15 +11,13 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Max, Min, QuerySet
+from django.db.models import Max, Min, QuerySet
 
 from lockstep.dashboard.web.store.models import Event
 from lockstep.dashboard.web.store.queries import at, event_dict, to_ms
 from lockstep.workers import events as ev
-from lockstep.workers.refs import GroupQueue, QueueRef
 
 # Types an operator can pick in the feed: every name the runtime emits, and the marker the
 # ingester stores where the event stream was trimmed before it could read it.
@@ -35,100 +33,9 @@ LOCK_ENDS = {
     ev.LOCK_RENEW_FAILED: "renew_failed",
     ev.FENCING_REJECTED: "fenced",
 }
-# The newest commit before a rate window is looked for this far back: older than that,
-# the queue was idle and its first commit in the window starts the count.
-BASELINE_LOOKBACK_MS = 3_600_000
 # An event's ID: its stream entry ID, or one the ingester made up for an event of its own
 # (``lost:<entry ID>`` for the ``events_lost`` marker of a gap).
 STREAM_ID = re.compile(r"^(?:[a-z_]{1,10}:)?\d{1,20}-\d{1,20}$")
-
-
-# ---- rates (overview) ------------------------------------------------------------------
-
-
-def topic_in_rates(topics: Iterable[str], now_ms: int, window_s: int) -> dict[str, float]:
-    """Messages produced per second per topic, from the ``lag_sampled`` history: for each
-    queue, the growth of its max offset between its first and last sample inside the
-    window, divided by the time between them; summed over the queues. A topic with fewer
-    than two samples in the window (lag sampling not running) is absent."""
-    rows = (
-        Event.objects.filter(
-            type=ev.LAG_SAMPLED, topic__in=list(topics), ts__gte=at(now_ms - window_s * 1000)
-        )
-        .order_by("ts", "id")
-        .values_list("topic", "queue", "ts", "details")
-    )
-    first: dict[QueueRef, tuple[datetime, int]] = {}
-    last: dict[QueueRef, tuple[datetime, int]] = {}
-    for topic, queue, ts, details in rows:
-        point = (ts, int(details.get("max_offset", 0)))
-        first.setdefault(QueueRef(topic, queue or 0), point)
-        last[QueueRef(topic, queue or 0)] = point
-    rates: dict[str, float] = {}
-    for ref, (t0, m0) in first.items():
-        t1, m1 = last[ref]
-        span_s = (t1 - t0).total_seconds()
-        if span_s > 0:
-            rates[ref.topic] = rates.get(ref.topic, 0.0) + max(0, m1 - m0) / span_s
-    return {topic: round(rate, 3) for topic, rate in rates.items()}
-
-
-def committed_counts(
-    topics: Iterable[str], now_ms: int, window_s: int
-) -> dict[tuple[str, str], int]:
-    """Messages committed per (topic, group) inside the window, from ``offset_committed``:
-    per queue, the highest offset committed in the window minus the offset committed
-    before it (the newest earlier commit; without one, the first commit's ``from_offset``
-    - 1, exact for batches of one and at most one batch short otherwise)."""
-    start = now_ms - window_s * 1000
-    names = list(topics)
-    top: dict[GroupQueue, int] = {}
-    low: dict[GroupQueue, int] = {}
-    rows = Event.objects.filter(
-        type=ev.OFFSET_COMMITTED, topic__in=names, ts__gte=at(start)
-    ).values_list("topic", "group", "queue", "details")
-    for topic, group, queue, details in rows:
-        cell = GroupQueue(QueueRef(topic, queue or 0), group)
-        offset = int(details.get("offset", 0))
-        top[cell] = max(top.get(cell, offset), offset)
-        begin = int(details.get("from_offset", offset)) - 1
-        low[cell] = min(low.get(cell, begin), begin)
-    baseline = _commits_before(names, start)
-    counts: dict[tuple[str, str], int] = defaultdict(int)
-    for cell, high in top.items():
-        counts[(cell.topic, cell.group)] += max(0, high - baseline.get(cell, low[cell]))
-    return dict(counts)
-
-
-def _commits_before(topics: list[str], start_ms: int) -> dict[GroupQueue, int]:
-    newest = (
-        Event.objects.filter(
-            type=ev.OFFSET_COMMITTED,
-            topic__in=topics,
-            ts__lt=at(start_ms),
-            ts__gte=at(start_ms - BASELINE_LOOKBACK_MS),
-        )
-        .values("topic", "group", "queue")
-        .annotate(last=Max("id"))
-        .values_list("last", flat=True)
-    )
-    return {
-        GroupQueue(QueueRef(e.topic, e.queue or 0), e.group): int(e.details.get("offset", 0))
-        for e in Event.objects.filter(id__in=list(newest))
-    }
-
-
-def retry_counts(topics: Iterable[str], now_ms: int, window_s: int) -> dict[tuple[str, str], int]:
-    """``consume_failed`` events (one per failed attempt of a batch or key) per (topic,
-    group) inside the window."""
-    rows = (
-        Event.objects.filter(
-            type=ev.CONSUME_FAILED, topic__in=list(topics), ts__gte=at(now_ms - window_s * 1000)
-        )
-        .values_list("topic", "group")
-        .annotate(n=Count("id"))
-    )
-    return {(topic, group): n for topic, group, n in rows}
 
 
 # ---- one consumer group ----------------------------------------------------------------

@@ -38,6 +38,8 @@ REDIS_UNAVAILABLE = 4503
 # URL names nothing the user may watch.
 UNAUTHENTICATED = 4401
 NOT_FOUND = 4404
+# The URL's query asks for something that cannot be shown (a bad sort or filter), as 400.
+BAD_REQUEST = 4400
 
 
 class PushOnlyConsumer(AsyncJsonWebsocketConsumer):
@@ -86,7 +88,11 @@ class LiveConsumer(PushOnlyConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=UNAUTHENTICATED)
             return
-        group = await self.resolve(self.scope["url_route"]["kwargs"])
+        try:
+            group = await self.resolve(self.scope["url_route"]["kwargs"])
+        except ValueError:  # the views' BadParameter: a bad query
+            await self.close(code=BAD_REQUEST)
+            return
         if group is None:
             await self.close(code=NOT_FOUND)
             return
@@ -98,6 +104,11 @@ class LiveConsumer(PushOnlyConsumer):
             return
         await self.accept()
         await self.send_json(snapshot)
+        await self.after_snapshot()
+
+    async def after_snapshot(self) -> None:
+        """What to send right after the snapshot (a snapshot split over several
+        messages); nothing by default."""
 
     async def disconnect(self, code: int) -> None:
         if self.group:
@@ -105,7 +116,8 @@ class LiveConsumer(PushOnlyConsumer):
 
     async def resolve(self, kwargs: dict[str, Any]) -> str | None:
         """The channel group the URL's ``kwargs`` name, or ``None`` when they name
-        nothing this user may watch."""
+        nothing this user may watch; a ``ValueError`` for a query that cannot be served
+        closes the socket with 4400."""
         raise NotImplementedError
 
     def snapshot(self) -> dict[str, Any] | None:

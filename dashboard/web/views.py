@@ -34,6 +34,17 @@ class BadParameter(ValueError):
     """A query or path parameter that cannot be used as given."""
 
 
+class BadParameters(BadParameter):
+    """Several parameters that cannot be used as given: ``problems`` names each field
+    with its errors; the message names them all (the API adds ``problems``)."""
+
+    def __init__(self, problems: dict[str, list[str]]) -> None:
+        super().__init__(
+            "; ".join(f"{name}: {' '.join(errors)}" for name, errors in problems.items())
+        )
+        self.problems = problems
+
+
 class Conflict(BadParameter):
     """A request that clashes with what is there already (the API answers 409)."""
 
@@ -58,6 +69,8 @@ def api_view(build: Build[P]) -> Callable[Concatenate[HttpRequest, P], JsonRespo
             return JsonResponse(build(request, *args, **kwargs))
         except (NotFound, UnknownTopicError) as exc:
             return JsonResponse({"error": str(exc)}, status=404)
+        except BadParameters as exc:
+            return JsonResponse({"error": str(exc), "problems": exc.problems}, status=400)
         except BadParameter as exc:
             return JsonResponse({"error": str(exc)}, status=400)
 

@@ -10,6 +10,7 @@ within that timeout, although its card lingers a while longer.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any, NamedTuple, TypedDict, cast
 
 import redis
@@ -96,6 +97,27 @@ def registered_consumers(client: redis.Redis) -> list[LiveConsumer]:
         for cid, blob in zip(ids, raw, strict=True)
         if blob is not None
     ]
+
+
+def registered_consumers_named(client: redis.Redis, ids: Iterable[str]) -> list[LiveConsumer]:
+    """As ``registered_consumers``, of ``ids`` only: a reader that knows whose cards it
+    needs (the lock owners of the queues it reads) reads those alone."""
+    wanted = sorted(set(ids))
+    if not wanted:
+        return []
+    raw = get_each(client, [keys.consumer_info(i) for i in wanted])
+    now_ms = redis_now_ms(client)
+    return [
+        _live(cid, json.loads(blob), now_ms)
+        for cid, blob in zip(wanted, raw, strict=True)
+        if blob is not None
+    ]
+
+
+def live_consumers_named(client: redis.Redis, ids: Iterable[str]) -> list[LiveConsumer]:
+    """The live ones among ``ids``, as ``consumers`` judges liveness, sorted by id."""
+    timeout_s = heartbeat_timeout()
+    return [c for c in registered_consumers_named(client, ids) if c["heartbeat_age_s"] <= timeout_s]
 
 
 def heartbeat_timeout() -> float:

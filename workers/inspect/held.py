@@ -4,6 +4,7 @@ waits, its later messages parked, until the dead letter is replayed or discarded
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any, TypedDict
 
 import redis
@@ -54,10 +55,14 @@ def _hold(raw: bytes | str) -> Hold:
     }
 
 
-def held_keys(client: redis.Redis, topic: str, group: str) -> list[HeldKey]:
+def held_keys(
+    client: redis.Redis, topic: str, group: str, queues: Iterable[int] | None = None
+) -> list[HeldKey]:
     """Every held key of (``topic``, ``group``), by queue (within a queue in the parked-keys
-    hash's order). Raises ``UnknownTopicError``."""
-    refs = [QueueRef(topic, q) for q in range(get_topic(client, topic).queues)]
+    hash's order); with ``queues``, of those queues only. Raises ``UnknownTopicError``."""
+    count = get_topic(client, topic).queues
+    numbers = range(count) if queues is None else sorted({q for q in queues if 0 <= q < count})
+    refs = [QueueRef(topic, q) for q in numbers]
     pipe = client.pipeline(transaction=False)
     for ref in refs:
         pipe.hgetall(keys.parked_keys(ref, group))

@@ -8,6 +8,7 @@ of each (queue, group) that is behind.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import TypedDict
 
 import redis
@@ -53,7 +54,7 @@ class TopicLag(TypedDict):
     name: str
     queue_count: int
     groups: list[str]  # every group that ever subscribed, sorted
-    queues: list[QueueLag]  # indexed by queue number
+    queues: list[QueueLag]  # by queue number (every queue, unless a subset was asked for)
 
 
 class Overview(TypedDict):
@@ -74,15 +75,24 @@ def overview(client: redis.Redis) -> Overview:
     }
 
 
-def topic_lag(client: redis.Redis, topic: Topic, now_ms: int) -> TopicLag:
+def topic_lag(
+    client: redis.Redis, topic: Topic, now_ms: int, queues: Iterable[int] | None = None
+) -> TopicLag:
     """One topic as in ``overview``; lock liveness and time lag are judged at ``now_ms``
-    (Redis time)."""
+    (Redis time). With ``queues``, only those queues are read and listed (in the order
+    given; numbers outside the topic are left out): a reader of a few queues pays for
+    those, not for the topic."""
     groups = groups_of(client, topic.name)
-    refs = [QueueRef(topic.name, q) for q in range(topic.queues)]
-    queues = _locks_and_offsets(client, refs, groups, now_ms)
-    oldest_parked = _add_parked(client, topic.name, queues)
-    _add_time_lag(client, topic.name, queues, oldest_parked, now_ms)
-    return {"name": topic.name, "queue_count": topic.queues, "groups": groups, "queues": queues}
+    numbers = range(topic.queues) if queues is None else _within(queues, topic.queues)
+    refs = [QueueRef(topic.name, q) for q in numbers]
+    lags = _locks_and_offsets(client, refs, groups, now_ms)
+    oldest_parked = _add_parked(client, topic.name, lags)
+    _add_time_lag(client, topic.name, lags, oldest_parked, now_ms)
+    return {"name": topic.name, "queue_count": topic.queues, "groups": groups, "queues": lags}
+
+
+def _within(queues: Iterable[int], count: int) -> list[int]:
+    return [q for q in dict.fromkeys(queues) if 0 <= q < count]
 
 
 def _locks_and_offsets(

@@ -3,14 +3,20 @@ card (state, retries, last error; under key ordering the key-level state)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NotRequired, TypedDict
 
 import redis
 
 from lockstep.workers.cards import BlockedKey, QueueSnapshot
 from lockstep.workers.inspect.clock import redis_now_ms
-from lockstep.workers.inspect.consumers import QueueCardKey, cards_of, consumers
-from lockstep.workers.inspect.lag import GroupLag, topic_lag
+from lockstep.workers.inspect.consumers import (
+    QueueCardKey,
+    cards_of,
+    consumers,
+    live_consumers_named,
+)
+from lockstep.workers.inspect.lag import GroupLag, TopicLag, topic_lag
 from lockstep.workers.refs import QueueRef
 from lockstep.workers.topics import get_topic
 
@@ -53,7 +59,7 @@ class TopicState(TypedDict):
     name: str
     queue_count: int
     groups: list[str]
-    queues: list[QueueGroups]  # indexed by queue number
+    queues: list[QueueGroups]  # by queue number (those asked for, when a subset was)
     generated_at_ms: int
 
 
@@ -65,17 +71,24 @@ class QueueState(TypedDict):
     groups: list[GroupState]
 
 
-def topic_state(client: redis.Redis, topic: str) -> TopicState:
-    """One topic as in ``overview``, each (queue, group) joined with its owner's card.
-    Raises ``UnknownTopicError``."""
+def topic_state(client: redis.Redis, topic: str, queues: Iterable[int] | None = None) -> TopicState:
+    """One topic as in ``overview``, each (queue, group) joined with its owner's card;
+    with ``queues``, only those (``topic_lag``). Raises ``UnknownTopicError``."""
     now_ms = redis_now_ms(client)
-    lag = topic_lag(client, get_topic(client, topic), now_ms)
-    live = consumers(client)
-    cards = cards_of(live, topic)
-    live_ids = {c["id"] for c in live}
+    lag = topic_lag(client, get_topic(client, topic), now_ms, queues)
+    owners = (g["owner"] for q in lag["queues"] for g in q["groups"] if g["owner"])
+    live = consumers(client) if queues is None else live_consumers_named(client, owners)
+    return join_cards(lag, cards_of(live, topic), {c["id"] for c in live}, now_ms)
+
+
+def join_cards(
+    lag: TopicLag, cards: dict[QueueCardKey, QueueSnapshot], live_ids: set[str], now_ms: int
+) -> TopicState:
+    """``lag`` (``topic_lag``) with each (queue, group) joined with its owner's snapshot
+    (``group_state``); ``live_ids``: the live consumers' ids."""
     queues: list[QueueGroups] = []
     for q in lag["queues"]:
-        ref = QueueRef(topic, q["queue"])
+        ref = QueueRef(lag["name"], q["queue"])
         groups = [
             group_state(
                 g,
@@ -96,9 +109,9 @@ def topic_state(client: redis.Redis, topic: str) -> TopicState:
 
 
 def queue_state(client: redis.Redis, ref: QueueRef) -> QueueState:
-    """One queue as in ``topic_state``. Raises ``UnknownTopicError``, or ``ValueError``
-    when the topic has no such queue."""
-    state = topic_state(client, ref.topic)
+    """One queue as in ``topic_state``, reading that queue alone. Raises
+    ``UnknownTopicError``, or ``ValueError`` when the topic has no such queue."""
+    state = topic_state(client, ref.topic, [ref.queue])
     count = state["queue_count"]
     if not 0 <= ref.queue < count:
         raise ValueError(f"topic {ref.topic!r} has no queue {ref.queue} (0..{count - 1})")
@@ -107,8 +120,11 @@ def queue_state(client: redis.Redis, ref: QueueRef) -> QueueState:
 
 def queue_of(state: TopicState, queue: int) -> QueueState:
     """The ``queue_state`` of one queue of ``state`` (no Redis read); ``IndexError`` for a
-    queue out of range."""
-    q = state["queues"][queue]
+    queue ``state`` does not list."""
+    found = [q for q in state["queues"] if q["queue"] == queue]
+    if not found:
+        raise IndexError(queue)
+    q = found[0]
     return {
         "topic": state["name"],
         "queue": queue,

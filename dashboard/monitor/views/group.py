@@ -1,113 +1,103 @@
-"""One consumer group on one topic: per queue the lock, offsets, lag and state; under key
-ordering the lanes, blocked keys and parked keys; and the group's stuck queues, as the
-overview counts them (``web.store.stuck.read_stuck``)."""
+"""One consumer group on one topic: a page of its queues (lock, offsets, lag, state) from
+the fleet state, paged, sorted and filtered on the server; under key ordering the lanes,
+blocked keys and parked keys; and the group's stuck queues, as the overview counts them
+(docs/fleet-state.md)."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
+import redis
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from lockstep.dashboard.monitor import queries
 from lockstep.dashboard.web.pages import page_view
 from lockstep.dashboard.web.redis_conn import get_redis
-from lockstep.dashboard.web.store.stuck import read_stuck
+from lockstep.dashboard.web.store import fleet_read
+from lockstep.dashboard.web.store.models import QueueStatus
 from lockstep.dashboard.web.views import api_view, require_group
-from lockstep.workers.inspect import (
-    Overview,
-    QueueGroups,
-    TopicLag,
-    TopicState,
-    dead_letters_per_queue,
-    group_members,
-    held_keys,
-    topic_state,
-)
+from lockstep.workers.inspect import HeldKey, get_topic, group_members, held_keys
 
-# The per-queue fields of ``workers.inspect.topic_state`` the group view passes on.
-QUEUE_FIELDS = (
-    "owner",
-    "token",
-    "lock_age_ms",
-    "lock_expires_in_ms",
-    "lock_granted_at_ms",
-    "committed_offset",
-    "completed_above",
-    "parked",
-    "lag",
-    "time_lag_s",
-    "state",
-    "retries",
-    "last_error",
-    "low_water",
-    "highest_completed",
-    "in_flight",
-    "flow_paused",
-    "blocked_count",
-    "parked_count",
-)
+# Lists beside the table (stuck entries, blocked and held keys) show at most this many:
+# a group of a thousand stuck queues names the first hundred and counts the rest.
+LIST_LIMIT = 100
 
 
 def build_group(request: HttpRequest, topic: str, group: str) -> dict[str, Any]:
     """``{"topic", "group", "generated_at_ms", "queue_count", "ordering", "consumers",
-    "queues": [...], "blocked_keys": [...], "parked_keys": [...], "lanes": [...],
-    "stuck": [...], "totals": {...}}``; see docs/http-api.md §3.
+    "table": {...}, "queues": [...], "blocked_keys": [...], "parked_keys": [...],
+    "lanes": [...], "stuck": [...], "totals": {...}, "view": {...}}``; see
+    docs/http-api.md §3.
 
-    ``stuck`` is the group's part of the overview's stuck list (``web.store.stuck.read_stuck``,
-    held keys included), so ``totals.stuck`` is the overview's count for the group;
-    ``totals.owned`` counts the queues whose lock a live consumer holds."""
+    ``queues`` is one page of the group's queues (``table``: paged, sorted and filtered
+    as the query asks, ``web.store.fleet_read``); the lists beside it hold at most
+    ``LIST_LIMIT`` entries each, ``totals`` counts them all. ``stuck`` is the group's part
+    of the overview's stuck entries (``web.store.stuck``), so ``totals.stuck`` is the
+    overview's count for the group; ``totals.owned`` counts the queues whose lock a live
+    consumer holds."""
     client = get_redis()
     require_group(client, topic, group)
-    state = topic_state(client, topic)
+    view = fleet_read.table_view(request.GET, topic=topic, group=group)
+    fleet_read.ensure_fresh(client)
+    page = fleet_read.table(view)
     members = group_members(client, topic, group)
-    dead = dead_letters_per_queue(client, topic, group)
-    queues = [_queue_row(q, group, dead.get(q["queue"], 0)) for q in state["queues"]]
-    blocked = [{"queue": row["queue"], **b} for row in queues for b in row.pop("blocked_keys", [])]
-    parked = held_keys(client, topic, group)
-    stuck = [a for a in read_stuck(client, _as_overview(state)) if a["group"] == group]
+    mine = QueueStatus.objects.filter(topic=topic, group=group)
+    totals = fleet_read.group_summary(topic, group) or {}
+    parked = _held(client, topic, group, mine)
     return {
         "topic": topic,
         "group": group,
-        "generated_at_ms": state["generated_at_ms"],
-        "queue_count": state["queue_count"],
+        "generated_at_ms": fleet_read.stamp()["refreshed_ms"],
+        "queue_count": get_topic(client, topic).queues,
         "ordering": members[0]["ordering"] if members else None,
         "consumers": members,
-        "queues": queues,
-        "blocked_keys": sorted(blocked, key=lambda b: b.get("since_ms", 0)),
+        "table": {k: v for k, v in page.items() if k != "rows"},
+        "queues": page["rows"],
+        "blocked_keys": _blocked(mine),
         "parked_keys": parked,
         "lanes": queries.latest_lanes(topic, group, [m["id"] for m in members]),
-        "stuck": stuck,
+        "stuck": _stuck(mine),
         "totals": {
-            "lag": sum(r["lag"] for r in queues),
-            "max_time_lag_s": max((r["time_lag_s"] for r in queues), default=0.0),
-            "owned": sum(1 for r in queues if r["owner"] and r["state"] != "no_live_consumer"),
-            "dead_letters": sum(dead.values()),
-            "blocked_keys": len(blocked),
-            "parked_keys": len(parked),
-            "parked_messages": sum(p["messages"] for p in parked),
-            "stuck": len(stuck),
+            "lag": totals.get("lag", 0),
+            "max_time_lag_s": totals.get("max_time_lag_s", 0.0),
+            "owned": totals.get("owned", 0),
+            "dead_letters": totals.get("dead_letters", 0),
+            "blocked_keys": totals.get("blocked_keys", 0),
+            "parked_keys": totals.get("held_keys", 0),
+            "parked_messages": totals.get("parked", 0),
+            "stuck": totals.get("stuck", 0),
         },
+        "view": view.params(),
+        "links": fleet_read.table_links(view, page),
+        "states": fleet_read.STATES,
     }
 
 
-def _as_overview(state: TopicState) -> Overview:
-    """``state`` as an ``Overview`` of its one topic: a ``TopicState`` is a ``TopicLag``
-    whose groups carry more fields."""
-    return {"generated_at_ms": state["generated_at_ms"], "topics": [cast(TopicLag, state)]}
+def _stuck(rows: QuerySet[QueueStatus]) -> list[dict[str, Any]]:
+    """The stuck entries of the group's longest stuck queues, longest first."""
+    stuck = rows.exclude(stuck="").order_by("stuck_since_ms", "queue")[:LIST_LIMIT]
+    entries = [a for r in stuck for a in r.stuck_entries]
+    return sorted(entries, key=lambda a: (a["since_ms"], a["queue"], a["reason"]))[:LIST_LIMIT]
 
 
-def _queue_row(q: QueueGroups, group: str, dead_letters: int) -> dict[str, Any]:
-    (g,) = [g for g in q["groups"] if g["group"] == group]
-    fields: dict[str, Any] = dict(g)
-    row: dict[str, Any] = {
-        "queue": q["queue"],
-        "max_offset": q["max_offset"],
-        "dead_letters": dead_letters,
-    }
-    row.update({name: fields[name] for name in QUEUE_FIELDS if name in fields})
-    if "blocked_keys" in g:
-        row["blocked_keys"] = list(g["blocked_keys"])
-    return row
+def _blocked(rows: QuerySet[QueueStatus]) -> list[dict[str, Any]]:
+    """The blocked keys of the group (each queue's owner reports its 20 longest), the
+    longest blocked first."""
+    found = rows.filter(blocked_count__gt=0).order_by("queue")[:LIST_LIMIT]
+    keys = [{"queue": r.queue, **b} for r in found for b in r.blocked_keys]
+    return sorted(keys, key=lambda b: b.get("since_ms", 0))[:LIST_LIMIT]
+
+
+def _held(
+    client: redis.Redis, topic: str, group: str, rows: QuerySet[QueueStatus]
+) -> list[HeldKey]:
+    """The held keys of the group's queues that hold some (read from Redis for those
+    queues only)."""
+    queues = list(rows.filter(held_keys__gt=0).order_by("queue").values_list("queue", flat=True))
+    if not queues:
+        return []
+    return held_keys(client, topic, group, queues[:LIST_LIMIT])[:LIST_LIMIT]
 
 
 group_page = page_view("monitor/group.html", build_group)

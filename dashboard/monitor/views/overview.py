@@ -1,39 +1,46 @@
-"""The overview: every topic's queues and groups (live), plus rates, retries, dead letters
-and stuck queues under ``stats``."""
+"""The overview: the fleet's summary (per topic and group), its worst queues, and a table
+of every (topic, group, queue) paged, sorted and filtered on the server, all from the
+fleet state (docs/fleet-state.md): what a request costs follows what it shows."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.http import HttpRequest
 from django.urls import reverse
 
-from lockstep.dashboard.monitor.health import overview_stats
+from lockstep.dashboard.monitor import overview_socket
 from lockstep.dashboard.monitor.routing import OVERVIEW_SOCKET_PATH
+from lockstep.dashboard.web.pages import page
 from lockstep.dashboard.web.redis_conn import get_redis
+from lockstep.dashboard.web.store import fleet_read
 from lockstep.dashboard.web.views import api_view
-from lockstep.workers.inspect import overview
 
 
 def build_overview(request: HttpRequest) -> dict[str, Any]:
-    """``workers.inspect.overview`` as is, plus ``stats`` (``health.overview_stats``)."""
-    client = get_redis()
-    snapshot = overview(client)
-    return {**snapshot, "stats": overview_stats(client, snapshot)}
+    """``overview_data`` for the query's view (``BadParameters`` names every bad field),
+    after ``fleet_read.ensure_fresh``."""
+    view = fleet_read.table_view(request.GET)
+    fleet_read.ensure_fresh(get_redis())
+    return overview_socket.overview_data(view)
 
 
-@login_required
-def overview_page(request: HttpRequest) -> HttpResponse:
-    """The first paint is rendered here; ``monitor/overview.js`` then owns the table: it
-    renders the embedded snapshot, then every socket update or JSON re-read."""
-    context = {
-        "overview": build_overview(request),
-        "api_url": reverse("api-overview"),
-        "socket_path": OVERVIEW_SOCKET_PATH,
+@page("monitor/overview.html")
+def overview_page(request: HttpRequest) -> dict[str, Any]:
+    """The first paint is rendered here; ``monitor/overview.js`` then keeps the summary,
+    the worst queues and the table's page current from the socket (or the JSON view)."""
+    data = build_overview(request)
+    view = fleet_read.table_view(request.GET)
+    query = request.GET.urlencode()
+    return {
+        **data,
+        "api_url": reverse("api-overview") + (f"?{query}" if query else ""),
+        "socket_path": OVERVIEW_SOCKET_PATH + (f"?{query}" if query else ""),
+        "links": fleet_read.table_links(view, data["table"]),
+        "socket_view": overview_socket.socket_view(data),
+        "states": fleet_read.STATES,
+        "sorts": tuple(fleet_read.SORTS),
     }
-    return render(request, "monitor/overview.html", context)
 
 
 overview_api = api_view(build_overview)

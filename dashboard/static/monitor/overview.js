@@ -1,21 +1,16 @@
-// Overview page: keeps the queue table live.
+// Overview page: keeps the fleet summary, the worst queues and the table's page live.
 //
-// The socket carries hints: {"type": "overview", "seq": n, "data": snapshot}. seq 0 is the
-// fresh snapshot the server sends on connect; after it, the ingester's pushes count up by
-// one. A gap (a lost push, or a restarted ingester's skipped number) or a reconnect means
-// hints may have been lost, so the page re-reads GET /api/v1/overview, the source of
-// truth, and renders that. Every snapshot carries generated_at_ms (Redis clock): an older
-// snapshot never overwrites a newer one, whichever path it came by.
+// The server renders the page for the view in its URL (filters, sort, page) and embeds
+// the same view as the socket's parts (#overview-data). The socket (/ws/overview/?<the
+// page's query>) sends that view whole on connect (seq 0, possibly over several
+// messages), then only what changed: any of "summary", "worst", "table" (paging),
+// "rows" (changed rows, each with its id) and "order" (the ids of the page's rows, in
+// order; rows arrive before the order that names them). Each message is at most 64 KiB
+// (docs/events.md §5). On a seq gap or reconnect, live_socket.js re-reads the JSON view
+// (same query) and the page renders it whole.
 //
-// The socket's snapshots carry the live state only; the JSON view adds "stats" (rates,
-// retries, dead letters, stuck queues over the last minute), re-read every few seconds
-// and rendered above each topic's table, with a grid of its queues coloured by lag.
-// The stats' stuck list (the server's one definition, which the group page shows too)
-// also marks the stuck queues and groups, and "owners_not_live" the lock holders that
-// stopped heartbeating: both are kept until the next stats, since socket snapshots lack them.
-//
-// The socket itself (reconnects, seq gaps, staleness, the status indicator) is
-// live_socket.js's; this file renders.
+// Cells are tinted only when something an operator acts on changed: a row's state,
+// owner or stuck reason, not every offset tick.
 (function () {
   "use strict";
 
@@ -26,80 +21,60 @@
   // 1000 messages or a minute, the point where an operator should look at it now.
   const LAG_MID = { offsets: 100, seconds: 10 };
   const LAG_HIGH = { offsets: 1000, seconds: 60 };
-  // Stats are per minute and cost a few database queries: every 5 s is fresh enough.
-  const STATS_REFRESH_MS = 5000;
 
-  const apiUrl = root.dataset.apiUrl;
-  const socketPath = root.dataset.socketPath;
-  const loginUrl = root.dataset.loginUrl;
   const queueUrl = root.dataset.queueUrl || "";
   const groupUrl = root.dataset.groupUrl || "";
   const deadLettersUrl = root.dataset.deadLettersUrl || "";
-  const alertsEl = document.getElementById("alerts");
-  const topicsEl = document.getElementById("topics");
-  const emptyEl = document.getElementById("no-topics");
   const statusEl = document.getElementById("live-status");
   const updatedEl = document.getElementById("updated-at");
   const numberFormat = new Intl.NumberFormat("en-US");
 
-  // ---- rendering ---------------------------------------------------------------------
-
+  // The page's model: the socket's parts, rows by id.
+  let model = { summary: null, worst: [], table: null, rows: new Map(), order: [] };
   let newestMs = 0;
   let painted = false;
-  // From the latest stats: "topic|group|queue" -> stuck reasons, "topic|group" -> count,
-  // and the lock holders that are no longer live.
-  let stuckQueues = new Map();
-  let stuckGroups = new Map();
-  let notLive = new Set();
 
-  function keepStats(stats) {
-    stuckQueues = new Map();
-    stuckGroups = new Map();
-    for (const a of stats.stuck || []) {
-      const queueKey = a.topic + "|" + a.group + "|" + a.queue;
-      stuckQueues.set(queueKey, (stuckQueues.get(queueKey) || []).concat([a.reason]));
-      const groupKey = a.topic + "|" + a.group;
-      stuckGroups.set(groupKey, (stuckGroups.get(groupKey) || 0) + 1);
-    }
-    notLive = new Set(stats.owners_not_live || []);
-  }
+  // ---- applying parts ----------------------------------------------------------------
 
-  function markStuck(node, reasons) {
-    node.classList.toggle("stuck", reasons.length > 0);
-    node.dataset.stuck = reasons.join(" ");
-  }
-
-  function render(data) {
-    if (!data || !Array.isArray(data.topics)) return;
-    const generated = Number(data.generated_at_ms) || 0;
-    if (generated < newestMs) return;
-    newestMs = generated;
-    if (data.stats) keepStats(data.stats);
-    const sections = new Map();
-    for (const section of topicsEl.querySelectorAll(":scope > section.topic")) {
-      sections.set(section.dataset.topic, section);
-    }
-    data.topics.forEach(function (topic, index) {
-      let section = sections.get(topic.name);
-      if (section) {
-        sections.delete(topic.name);
-      } else {
-        section = createSection(topic.name);
+  function apply(parts, whole) {
+    if (whole) model = { summary: null, worst: [], table: null, rows: new Map(), order: [] };
+    const at = Number(parts.generated_at_ms) || 0;
+    if (!whole && at && at < newestMs) return;
+    if (at) newestMs = Math.max(newestMs, at);
+    if (parts.summary) { model.summary = parts.summary; renderSummary(); }
+    if (parts.worst) { model.worst = parts.worst; renderWorst(); }
+    if (parts.table) { model.table = parts.table; renderPager(); }
+    const changed = new Set();
+    for (const row of parts.rows || []) { model.rows.set(row.id, row); changed.add(row.id); }
+    if (parts.order) {
+      model.order = parts.order;
+      for (const id of Array.from(model.rows.keys())) {
+        if (!model.order.includes(id)) model.rows.delete(id);
       }
-      renderTopic(section, topic);
-      placeAt(topicsEl, section, index);
-    });
-    for (const gone of sections.values()) gone.remove();
-    if (data.stats) renderStats(data.stats);
-    emptyEl.hidden = data.topics.length > 0;
-    // In the viewer's chosen zone, UTC in the title, as every other time (time.js).
-    if (generated) updatedEl.replaceChildren("updated ", LockstepTime.element(generated));
+    }
+    if (parts.order || changed.size) renderRows(parts.order ? null : changed);
+    if (newestMs) updatedEl.replaceChildren("updated ", LockstepTime.element(newestMs));
     painted = true;
   }
 
-  function placeAt(parent, child, index) {
-    if (parent.children[index] !== child) parent.insertBefore(child, parent.children[index] || null);
+  // The JSON view (a re-read) in the socket's shape.
+  function fromJson(data) {
+    const table = Object.assign({}, data.table);
+    const rows = table.rows || [];
+    delete table.rows;
+    return {
+      generated_at_ms: data.generated_at_ms,
+      summary: data.summary,
+      worst: data.worst,
+      table: table,
+      rows: rows.map(function (r) {
+        return Object.assign({ id: JSON.stringify([r.topic, r.group, r.queue]) }, r);
+      }),
+      order: rows.map(function (r) { return JSON.stringify([r.topic, r.group, r.queue]); }),
+    };
   }
+
+  // ---- rendering ---------------------------------------------------------------------
 
   function el(tag, className, text) {
     const node = document.createElement(tag);
@@ -108,116 +83,10 @@
     return node;
   }
 
-  function createSection(name) {
-    const section = el("section", "topic");
-    section.dataset.topic = name;
-    const head = el("header", "topic-head");
-    head.append(el("h2", "", name), el("span", "topic-meta"), el("ul", "group-totals"));
-    section.append(head, el("div", "topic-stats"), el("div", "queue-grid"));
-    const table = el("table", "queues");
-    const headRow = el("tr");
-    [["Queue", "num"], ["Max offset", "num"], ["Group", ""], ["Lock holder", ""],
-      ["Token", "num"], ["Committed", "num"], ["Lag", "num"], ["Time lag", "num"]]
-      .forEach(function (col) { headRow.append(el("th", col[1], col[0])); });
-    table.append(el("thead"), el("tbody"));
-    table.tHead.append(headRow);
-    section.append(table);
-    return section;
-  }
-
-  function renderTopic(section, topic) {
-    section.querySelector(".topic-meta").textContent = lockstepCount(topic.queue_count, "queue");
-    renderGroupTotals(section.querySelector(".group-totals"), topic);
-    renderGrid(section.querySelector(".queue-grid"), topic);
-    const tbody = section.querySelector("tbody");
-    const rows = new Map();
-    for (const row of tbody.querySelectorAll(":scope > tr.queue-row")) {
-      rows.set(row.dataset.queue + "|" + row.dataset.group, row);
-    }
-    let index = 0;
-    for (const q of topic.queues) {
-      const groups = q.groups.length ? q.groups : [null];
-      for (const g of groups) {
-        const key = q.queue + "|" + (g ? g.group : "");
-        let row = rows.get(key);
-        if (row) rows.delete(key); else row = createRow(topic.name, q.queue, g);
-        renderRow(row, q, g);
-        markStuck(row, g ? stuckQueues.get(topic.name + "|" + g.group + "|" + q.queue) || [] : []);
-        placeAt(tbody, row, index++);
-      }
-    }
-    for (const gone of rows.values()) gone.remove();
-  }
-
-  function renderGroupTotals(list, topic) {
-    list.replaceChildren();
-    for (const group of topic.groups) {
-      let lag = 0;
-      for (const q of topic.queues) {
-        for (const g of q.groups) if (g.group === group) lag += g.lag;
-      }
-      const stuck = stuckGroups.get(topic.name + "|" + group) || 0;
-      const item = el("li", "group-total lag-" + lagLevel(lag, 0) + (stuck ? " has-stuck" : ""));
-      item.dataset.group = group;
-      item.dataset.lag = String(lag);
-      item.dataset.stuck = String(stuck);
-      item.append(link("name", group, urlFor(groupUrl, topic.name, "GROUP", group)),
-        el("span", "value", "lag " + numberFormat.format(lag)));
-      if (stuck) item.append(el("span", "value bad", stuck + " stuck"));
-      list.append(item);
-    }
-  }
-
-  function createRow(topicName, queue, g) {
-    const row = el("tr", "queue-row");
-    row.dataset.topic = topicName;
-    row.dataset.queue = String(queue);
-    row.dataset.group = g ? g.group : "";
-    const queueCell = el("td", "queue num");
-    queueCell.append(link("", String(queue), urlFor(queueUrl, topicName, "QUEUE", queue)));
-    row.append(queueCell, el("td", "max-offset num"));
-    if (!g) {
-      const none = el("td", "group none", "no consumer group yet");
-      none.colSpan = 6;
-      row.append(none);
-      return row;
-    }
-    const groupCell = el("td", "group");
-    groupCell.append(link("", g.group, urlFor(groupUrl, topicName, "GROUP", g.group)));
-    row.append(groupCell, el("td", "owner"), el("td", "token num"),
-      el("td", "committed num"), el("td", "lag num"), el("td", "time-lag num"));
-    return row;
-  }
-
-  function renderRow(row, q, g) {
-    setNumber(row.querySelector(".max-offset"), q.max_offset, numberFormat.format(q.max_offset));
-    const level = g ? lagLevel(g.lag, g.time_lag_s) : "none";
-    row.dataset.lagLevel = level;
-    row.classList.remove("lag-none", "lag-low", "lag-mid", "lag-high");
-    row.classList.add("lag-" + level);
-    if (!g) return;
-    const owner = row.querySelector(".owner");
-    const holder = g.owner || "";
-    const dead = holder !== "" && notLive.has(holder);
-    if (owner.dataset.owner !== holder || owner.textContent === "" ||
-        owner.dataset.notLive !== String(dead)) {
-      const isNew = owner.dataset.owner === undefined;
-      owner.dataset.owner = holder;
-      owner.dataset.notLive = String(dead);
-      owner.textContent = holder || "—";
-      if (dead) owner.append(" ", el("span", "hint", "no live consumer"));
-      const expires = Math.round((g.lock_expires_in_ms || 0) / 1000);
-      owner.title = !holder ? "no consumer holds this queue"
-        : dead ? holder + " sends no heartbeat any more; its lock expires in " + expires + " s"
-        : "lock expires in " + expires + " s";
-      owner.classList.toggle("unowned", !holder || dead);
-      if (painted && !isNew) flash(owner);
-    }
-    setNumber(row.querySelector(".token"), g.token, String(g.token));
-    setNumber(row.querySelector(".committed"), g.committed_offset,
-      numberFormat.format(g.committed_offset));
-    setNumber(row.querySelector(".lag"), g.lag, numberFormat.format(g.lag));
-    setNumber(row.querySelector(".time-lag"), g.time_lag_s, formatSeconds(g.time_lag_s));
+  function link(className, text, href) {
+    const a = el("a", className, text);
+    a.href = href;
+    return a;
   }
 
   function urlFor(pattern, topic, slot, value) {
@@ -225,122 +94,10 @@
       .replace(slot, encodeURIComponent(String(value)));
   }
 
-  function link(className, text, href) {
-    const a = el("a", className, text);
-    a.href = href;
-    return a;
-  }
+  function cell(className, text) { return el("td", className, text); }
 
-  // One row of cells per group, one cell per queue, coloured like the table rows.
-  function renderGrid(grid, topic) {
-    grid.replaceChildren();
-    for (const group of topic.groups) {
-      const row = el("div", "grid-row");
-      row.dataset.group = group;
-      row.append(el("span", "grid-label", group));
-      for (const q of topic.queues) {
-        const g = q.groups.find(function (x) { return x.group === group; });
-        if (!g) continue;
-        const level = lagLevel(g.lag, g.time_lag_s);
-        const cell = link("grid-cell lag-" + level, String(q.queue),
-          urlFor(queueUrl, topic.name, "QUEUE", q.queue));
-        cell.dataset.queue = String(q.queue);
-        cell.dataset.lagLevel = level;
-        cell.dataset.lag = String(g.lag);
-        const reasons = stuckQueues.get(topic.name + "|" + group + "|" + q.queue) || [];
-        markStuck(cell, reasons);
-        const holder = g.owner ? g.owner + (notLive.has(g.owner) ? " (no live consumer)" : "")
-          : "nobody";
-        cell.title = "queue " + q.queue + ": lag " + numberFormat.format(g.lag) + ", " +
-          formatSeconds(g.time_lag_s) + " behind; held by " + holder +
-          (reasons.length ? "; stuck: " + reasons.join(", ").replace(/_/g, " ") : "");
-        row.append(cell);
-      }
-      grid.append(row);
-    }
-  }
-
-  function rate(value, unit) {
-    return value === null || value === undefined ? "—" : Number(value).toFixed(1) + unit;
-  }
-
-  function renderStats(stats) {
-    for (const t of stats.topics || []) {
-      const section = topicsEl.querySelector('section.topic[data-topic="' + CSS.escape(t.name) + '"]');
-      if (!section) continue;
-      const box = section.querySelector(".topic-stats");
-      box.replaceChildren();
-      const input = el("span", "topic-in", "in " + rate(t.in_per_s, "/s"));
-      input.dataset.value = t.in_per_s === null ? "" : String(t.in_per_s);
-      input.title = "messages produced per second over the last " + stats.window_s + " s (lag samples)";
-      box.append(input);
-      for (const g of t.groups) {
-        const item = el("span", "group-stats" + (g.stuck ? " has-stuck" : ""));
-        item.dataset.group = g.group;
-        item.dataset.out = String(g.out_per_s);
-        item.dataset.retries = String(g.retries_per_min);
-        item.dataset.deadLetters = String(g.dead_letters);
-        item.dataset.stuck = String(g.stuck);
-        item.append(link("name", g.group, urlFor(groupUrl, t.name, "GROUP", g.group)),
-          el("span", "", "out " + rate(g.out_per_s, "/s")),
-          el("span", "", lockstepCount(g.retries_per_min, "retry", "retries") + "/min"),
-          link("dead-letters" + (g.dead_letters ? " warn" : ""), lockstepCount(g.dead_letters, "dead letter"),
-            urlFor(deadLettersUrl, t.name, "GROUP", g.group) + "?topic=" + encodeURIComponent(t.name)),
-          el("span", g.stuck ? "bad" : "", g.stuck + " stuck"));
-        box.append(item);
-      }
-    }
-    renderAlerts(stats.stuck || []);
-  }
-
-  function renderAlerts(stuck) {
-    if (!alertsEl) return;
-    const list = alertsEl.querySelector("#alert-list");
-    list.replaceChildren();
-    for (const a of stuck) {
-      const item = el("li", "alert");
-      item.dataset.topic = a.topic;
-      item.dataset.group = a.group;
-      item.dataset.queue = String(a.queue);
-      item.dataset.reason = a.reason;
-      item.append(link("", a.topic + " / " + a.group, urlFor(queueUrl, a.topic, "QUEUE", a.queue)),
-        document.createTextNode(" — "), el("span", "badge state-" + a.reason, a.reason.replace(/_/g, " ")),
-        document.createTextNode(" " + a.why));
-      list.append(item);
-    }
-    alertsEl.dataset.count = String(stuck.length);
-    alertsEl.querySelector(".count").textContent = String(stuck.length);
-    alertsEl.querySelector("#no-alerts").hidden = stuck.length > 0;
-  }
-
-  // Stats only come with the JSON view. Not a resync: it leaves resyncReason alone, and
-  // a 401 is left to the socket's reconnect logic, which owns the signed-out state.
-  function refreshStats() {
-    if (live.isStopped()) return;
-    LockstepLive.fetchJson(apiUrl, "overview")
-      .then(function (data) { if (data) render(data); })
-      .catch(function () {});
-  }
-
-  function setNumber(cell, value, text) {
-    if (cell.textContent === text && cell.dataset.value === String(value)) return;
-    const changed = cell.dataset.value !== undefined && cell.dataset.value !== String(value);
-    cell.dataset.value = String(value);
-    cell.textContent = text;
-    if (changed && painted) flash(cell);
-  }
-
-  function flash(cell) {
-    cell.classList.remove("changed");
-    void cell.offsetWidth; // restart the CSS animation
-    cell.classList.add("changed");
-  }
-
-  function lagLevel(lag, seconds) {
-    if (lag <= 0) return "none";
-    if (lag >= LAG_HIGH.offsets || seconds >= LAG_HIGH.seconds) return "high";
-    if (lag >= LAG_MID.offsets || seconds >= LAG_MID.seconds) return "mid";
-    return "low";
+  function rate(value) {
+    return value === null || value === undefined ? "—" : Number(value).toFixed(1) + "/s";
   }
 
   function formatSeconds(s) {
@@ -350,18 +107,207 @@
     return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " m";
   }
 
-  // ---- the socket (hints) and the JSON view (source of truth) -------------------------
+  function words(value) { return String(value || "").replace(/_/g, " "); }
+
+  function renderSummary() {
+    const s = model.summary;
+    if (!s) return;
+    const totals = document.getElementById("fleet-totals");
+    for (const span of totals.querySelectorAll("[data-total]")) {
+      const name = span.dataset.total;
+      const value = name === "groups" ? s.group_count : (s.totals || {})[name];
+      span.textContent = numberFormat.format(value || 0);
+      if (name === "stuck") span.classList.toggle("bad", (value || 0) > 0);
+    }
+    const inRates = new Map((s.topics || []).map(function (t) { return [t.name, t.in_per_s]; }));
+    const body = document.getElementById("summary-rows");
+    body.replaceChildren();
+    for (const g of s.groups || []) {
+      const row = el("tr", "summary-row" + (g.stuck ? " has-stuck" : ""));
+      row.dataset.topic = g.topic;
+      row.dataset.group = g.group;
+      row.dataset.stuck = String(g.stuck);
+      row.dataset.lag = String(g.lag);
+      const groupCell = cell("");
+      groupCell.append(link("", g.group, urlFor(groupUrl, g.topic, "GROUP", g.group)));
+      const deadCell = cell("num");
+      deadCell.append(link("", numberFormat.format(g.dead_letters),
+        urlFor(deadLettersUrl, g.topic, "GROUP", g.group) + "?topic=" + encodeURIComponent(g.topic)));
+      row.append(cell("", g.topic), groupCell, cell("num", String(g.queues)),
+        cell("num", String(g.owned)), cell("num", String(g.owners)),
+        cell("num", numberFormat.format(g.lag)), cell("num", formatSeconds(g.max_time_lag_s)),
+        cell("num", rate(inRates.get(g.topic))), cell("num", rate(g.out_per_s)),
+        cell("num", g.retries_per_min + "/min"), cell("num" + (g.stuck ? " bad" : ""), String(g.stuck)),
+        cell("num", String(g.held_keys)), deadCell);
+      body.append(row);
+    }
+    for (const t of s.topics || []) {
+      if (t.groups) continue;
+      const row = el("tr", "summary-row no-group");
+      row.dataset.topic = t.name;
+      row.dataset.group = "";
+      const none = cell("none", lockstepCount(t.queue_count, "queue") + ", no consumer group yet");
+      none.colSpan = 12;
+      row.append(cell("", t.name), none);
+      body.append(row);
+    }
+    document.getElementById("no-topics").hidden = (s.topics || []).length > 0;
+    const more = document.getElementById("summary-more");
+    more.hidden = s.group_count <= (s.groups || []).length;
+    more.textContent = "The " + (s.groups || []).length + " worst of " + s.group_count +
+      " groups; filter the table below by group for the rest.";
+  }
+
+  function renderWorst() {
+    const body = document.getElementById("worst-rows");
+    body.replaceChildren();
+    for (const r of model.worst) {
+      const row = el("tr", "worst-row" + (r.stuck ? " stuck" : ""));
+      row.dataset.topic = r.topic;
+      row.dataset.group = r.group;
+      row.dataset.queue = String(r.queue);
+      row.dataset.stuck = r.stuck || "";
+      const where = cell("");
+      where.append(link("", r.topic + " / " + r.group + " / queue " + r.queue,
+        urlFor(queueUrl, r.topic, "QUEUE", r.queue)));
+      const state = cell("");
+      state.append(el("span", "badge state-" + (r.stuck || r.state),
+        r.stuck ? "stuck: " + words(r.stuck) : words(r.state)));
+      row.append(where, state, cell("num", numberFormat.format(r.lag)),
+        cell("num", formatSeconds(r.time_lag_s)), cell("mono", r.owner || "—"),
+        cell("why", r.stuck_why || ""));
+      body.append(row);
+    }
+    body.closest("table").hidden = model.worst.length === 0;
+    document.getElementById("no-worst").hidden = model.worst.length > 0;
+  }
+
+  function renderPager() {
+    const t = model.table;
+    const info = document.getElementById("page-info");
+    if (!t || !info) return;
+    info.textContent = "page " + t.page + " of " + t.pages + " · " + lockstepCount(t.total, "row");
+    const pager = document.getElementById("table-pager");
+    const here = new URLSearchParams(location.search);
+    function pageLink(id, text, page, show) {
+      let a = document.getElementById(id);
+      if (!show) { if (a) a.remove(); return; }
+      if (!a) { a = el("a", "", text); a.id = id; }
+      const params = new URLSearchParams(here);
+      if (page > 1) params.set("page", String(page)); else params.delete("page");
+      const query = params.toString();
+      a.href = "?" + query;
+      return a;
+    }
+    const before = [pageLink("first-page", "« First", 1, t.page > 1),
+      pageLink("previous-page", "‹ Previous", t.page - 1, t.page > 1)].filter(Boolean);
+    const after = [pageLink("next-page", "Next ›", t.page + 1, t.page < t.pages),
+      pageLink("last-page", "Last »", t.pages, t.page < t.pages)].filter(Boolean);
+    pager.replaceChildren.apply(pager, before.concat([info], after));
+  }
+
+  function renderRows(onlyIds) {
+    const body = document.getElementById("queue-rows");
+    const existing = new Map();
+    for (const row of body.querySelectorAll(":scope > tr.queue-row")) {
+      existing.set(JSON.stringify([row.dataset.topic, row.dataset.group, Number(row.dataset.queue)]), row);
+    }
+    model.order.forEach(function (id, index) {
+      const data = model.rows.get(id);
+      if (!data) return;
+      let row = existing.get(id);
+      if (row) existing.delete(id); else row = createRow(data);
+      if (!onlyIds || onlyIds.has(id)) renderRow(row, data);
+      if (body.children[index] !== row) body.insertBefore(row, body.children[index] || null);
+    });
+    if (!onlyIds) for (const gone of existing.values()) gone.remove();
+    document.getElementById("no-rows").hidden = model.order.length > 0;
+  }
+
+  function createRow(r) {
+    const row = el("tr", "queue-row");
+    row.dataset.topic = r.topic;
+    row.dataset.group = r.group;
+    row.dataset.queue = String(r.queue);
+    const groupCell = cell("group");
+    groupCell.append(link("", r.group, urlFor(groupUrl, r.topic, "GROUP", r.group)));
+    const queueCell = cell("queue num");
+    queueCell.append(link("", String(r.queue), urlFor(queueUrl, r.topic, "QUEUE", r.queue)));
+    row.append(cell("topic", r.topic), groupCell, queueCell, cell("state"), cell("owner mono"),
+      cell("token num"), cell("max-offset num"), cell("committed num"), cell("lag num"),
+      cell("time-lag num"));
+    return row;
+  }
+
+  function renderRow(row, r) {
+    const stateCell = row.querySelector(".state");
+    const stateKey = r.state + "|" + (r.stuck || "");
+    if (stateCell.dataset.key !== stateKey) {
+      const isNew = stateCell.dataset.key === undefined;
+      stateCell.dataset.key = stateKey;
+      stateCell.replaceChildren(el("span", "badge state-" + r.state, words(r.state)));
+      if (painted && !isNew) flash(stateCell);
+    }
+    row.dataset.state = r.state;
+    row.dataset.stuck = r.stuck || "";
+    row.classList.toggle("stuck", Boolean(r.stuck));
+    const level = lagLevel(r.lag, r.time_lag_s);
+    row.dataset.lagLevel = level;
+    row.classList.remove("lag-some", "lag-none", "lag-low", "lag-mid", "lag-high");
+    row.classList.add("lag-" + level);
+    const owner = row.querySelector(".owner");
+    const holder = r.owner || "";
+    const ownerKey = holder + "|" + r.owner_live;
+    if (owner.dataset.key !== ownerKey) {
+      const isNew = owner.dataset.key === undefined;
+      owner.dataset.key = ownerKey;
+      owner.dataset.owner = holder;
+      owner.textContent = holder || "—";
+      if (holder && !r.owner_live) owner.append(" ", el("span", "hint", "no live consumer"));
+      if (painted && !isNew) flash(owner);
+    }
+    setText(row.querySelector(".token"), r.token, String(r.token));
+    setText(row.querySelector(".max-offset"), r.max_offset, numberFormat.format(r.max_offset));
+    setText(row.querySelector(".committed"), r.committed_offset, numberFormat.format(r.committed_offset));
+    setText(row.querySelector(".lag"), r.lag, numberFormat.format(r.lag));
+    setText(row.querySelector(".time-lag"), r.time_lag_s, formatSeconds(r.time_lag_s));
+  }
+
+  function lagLevel(lag, seconds) {
+    if (!(lag > 0)) return "none";
+    if (lag >= LAG_HIGH.offsets || seconds >= LAG_HIGH.seconds) return "high";
+    if (lag >= LAG_MID.offsets || seconds >= LAG_MID.seconds) return "mid";
+    return "low";
+  }
+
+  function setText(node, value, text) {
+    node.dataset.value = String(value);
+    if (node.textContent !== text) node.textContent = text;
+  }
+
+  function flash(node) {
+    node.classList.remove("changed");
+    void node.offsetWidth; // restart the CSS animation
+    node.classList.add("changed");
+  }
+
+  // ---- the socket and the JSON view -----------------------------------------------
 
   let resyncCount = 0;
-
   const initial = document.getElementById("overview-data");
-  if (initial) render(JSON.parse(initial.textContent));
-  const live = LockstepLive.connect({
-    path: socketPath,
+  if (initial) {
+    const view = JSON.parse(initial.textContent);
+    apply({
+      generated_at_ms: view.generated_at_ms, summary: view.summary, worst: view.worst,
+      table: view.table, rows: Object.values(view.rows || {}), order: view.order,
+    }, true);
+  }
+  LockstepLive.connect({
+    path: root.dataset.socketPath,
     type: "overview",
     root: root,
-    apiUrl: apiUrl,
-    loginUrl: loginUrl,
+    apiUrl: root.dataset.apiUrl,
+    loginUrl: root.dataset.loginUrl,
     status: LockstepLive.status(statusEl),
     titles: {
       live: "Live updates over a WebSocket",
@@ -374,15 +320,17 @@
     },
     stale: true,
     reopenOnPageshow: true,
-    onMessage: function (message) { render(message.data); },
+    onMessage: function (message) {
+      apply(message, message.seq === 0);
+      root.dataset.messages = String(Number(root.dataset.messages || 0) + 1);
+    },
     // ``reason`` (gap, reconnect, refused, stale) is kept on the root element with a count
     // of successful re-reads, so an operator (or a test) can see why the page re-read.
     onData: function (data, reason) {
-      render(data);
+      apply(fromJson(data), true);
       resyncCount += 1;
       root.dataset.resyncs = String(resyncCount);
       root.dataset.resyncReason = reason;
     },
   });
-  setInterval(refreshStats, STATS_REFRESH_MS);
 })();

@@ -133,3 +133,130 @@ class TimeZonePreference(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id}: {self.zone}"
+
+
+# ---- the fleet state: what the overview and group pages read (docs/fleet-state.md) -------
+
+
+class QueueStatus(models.Model):
+    """One (topic, group, queue) as the fleet writer last read it from Redis
+    (``web.store.fleet``): its offsets, lag, owner, the owner's state, dead letters and
+    whether it is stuck. Pages page, sort and filter these rows in the database, so what a
+    page costs follows the rows it shows, not the size of the fleet. ``severity`` orders
+    by urgency; ``stuck`` is the reason of the longest stuck of ``stuck_entries`` (as
+    ``web.store.stuck.stuck_queues`` makes them), "" when none. ``severity``: 2 stuck, 1
+    needs a look (unowned, no live consumer, blocked, held keys,
+    suspended), 0 otherwise."""
+
+    topic = models.CharField(max_length=128)
+    group = models.CharField(max_length=128)
+    queue = models.IntegerField()
+    max_offset = models.BigIntegerField(default=0)
+    committed_offset = models.BigIntegerField(default=0)
+    lag = models.BigIntegerField(default=0)
+    parked = models.BigIntegerField(default=0)
+    held_keys = models.IntegerField(default=0)
+    time_lag_s = models.FloatField(default=0.0)
+    owner = models.CharField(max_length=200, blank=True, default="")
+    owner_live = models.BooleanField(default=False)
+    token = models.BigIntegerField(default=0)
+    lock_granted_at_ms = models.BigIntegerField(null=True, blank=True)
+    lock_expires_at_ms = models.BigIntegerField(null=True, blank=True)
+    completed_above = models.BigIntegerField(default=0)
+    in_flight = models.IntegerField(null=True, blank=True)
+    state = models.CharField(max_length=32, default="unowned")
+    retries = models.IntegerField(default=0)
+    last_error = models.CharField(max_length=300, blank=True, default="")
+    blocked_count = models.IntegerField(default=0)
+    blocked_keys = models.JSONField(default=list, blank=True)
+    dead_letters = models.BigIntegerField(default=0)
+    stuck = models.CharField(max_length=32, blank=True, default="")
+    stuck_since_ms = models.BigIntegerField(null=True, blank=True)
+    stuck_entries = models.JSONField(default=list, blank=True)
+    severity = models.SmallIntegerField(default=0)
+    updated_ms = models.BigIntegerField(default=0)
+
+    class Meta:
+        app_label = APP_LABEL
+        constraints = (
+            models.UniqueConstraint(
+                fields=("topic", "group", "queue"), name="monitor_queuestatus_unique_pair"
+            ),
+        )
+        indexes = (
+            models.Index(fields=["severity", "time_lag_s"], name="monitor_qs_worst"),
+            models.Index(fields=["lag"], name="monitor_qs_lag"),
+            models.Index(fields=["time_lag_s"], name="monitor_qs_time_lag"),
+            models.Index(fields=["owner"], name="monitor_qs_owner"),
+            models.Index(fields=["state"], name="monitor_qs_state"),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.topic}/{self.group}/{self.queue}"
+
+
+class GroupStatus(models.Model):
+    """One (topic, group)'s totals over its queues, kept by the fleet writer with the
+    rows it sums (``QueueStatus``); rates over the writer's last minute of readings."""
+
+    topic = models.CharField(max_length=128)
+    group = models.CharField(max_length=128)
+    queues = models.IntegerField(default=0)
+    owned = models.IntegerField(default=0)
+    owners = models.IntegerField(default=0)
+    lag = models.BigIntegerField(default=0)
+    parked = models.BigIntegerField(default=0)
+    max_time_lag_s = models.FloatField(default=0.0)
+    out_per_s = models.FloatField(null=True, blank=True)
+    retries_per_min = models.IntegerField(default=0)
+    stuck = models.IntegerField(default=0)
+    held_keys = models.IntegerField(default=0)
+    blocked_keys = models.IntegerField(default=0)
+    dead_letters = models.BigIntegerField(default=0)
+    # Messages handled over all its queues at ``updated_ms``: the next writer's rate base.
+    handled = models.BigIntegerField(default=0)
+    updated_ms = models.BigIntegerField(default=0)
+
+    class Meta:
+        app_label = APP_LABEL
+        constraints = (
+            models.UniqueConstraint(fields=("topic", "group"), name="monitor_groupstatus_unique"),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.topic}/{self.group}"
+
+
+class TopicStatus(models.Model):
+    """One topic as the fleet writer last read it: its queue count, groups and the rate
+    messages are produced at (``None`` until two readings a few seconds apart)."""
+
+    name = models.CharField(max_length=128, unique=True)
+    queue_count = models.IntegerField(default=0)
+    groups = models.IntegerField(default=0)
+    in_per_s = models.FloatField(null=True, blank=True)
+    # Messages produced over all its queues at ``updated_ms``: the next writer's rate base.
+    produced = models.BigIntegerField(default=0)
+    updated_ms = models.BigIntegerField(default=0)
+
+    class Meta:
+        app_label = APP_LABEL
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class FleetStamp(models.Model):
+    """When the fleet state was last read whole (``swept_ms``, Redis time) and how long
+    that took; one row (``name`` "fleet")."""
+
+    name = models.CharField(max_length=16, unique=True)
+    swept_ms = models.BigIntegerField(default=0)
+    refreshed_ms = models.BigIntegerField(default=0)
+    sweep_duration_ms = models.IntegerField(default=0)
+
+    class Meta:
+        app_label = APP_LABEL
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.swept_ms}"

@@ -17,7 +17,7 @@ from Redis (consumers' heartbeats, held keys) and applies it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import redis
 from django.conf import settings
@@ -43,6 +43,15 @@ from lockstep.workers.refs import QueueRef
 HELD_KEYS_NAMED = 5
 
 Alert = dict[str, Any]
+
+
+class NotMoving(Protocol):
+    """``queries.not_moving_since``'s signature: (topic, group, queue, committed offset,
+    now, done) -> since when (ms) the queue has not moved, or ``None``."""
+
+    def __call__(
+        self, topic: str, group: str, queue: int, committed: int, now_ms: int, done: int | None
+    ) -> int | None: ...
 
 
 def read_stuck(
@@ -100,6 +109,7 @@ def stuck_queues(
     *,
     heartbeats: Mapping[str, int] | None = None,
     holds: Mapping[tuple[str, str], list[HeldKey]] | None = None,
+    not_moving: NotMoving | None = None,
 ) -> list[Alert]:
     """Every stuck (topic, group, queue), the longest stuck first: dicts with ``topic``,
     ``group``, ``queue``, ``reason``, ``since_ms``, ``for_s`` and ``why`` (a sentence for
@@ -109,8 +119,11 @@ def stuck_queues(
     or not (``heartbeats_of``); without it a lock owner counts as live when some snapshot
     in ``cards`` is its (wrong for a moment after a consumer's first lock, before its card
     shows the queue). ``holds``: (topic, group) -> ``held_keys``; without it no held-key
-    entry is made (when a hold began is unknown). Every entry's ``now_ms - since_ms`` is at
-    least ``LOCKSTEP_STUCK_AFTER_SECONDS`` (docs/stuck.md)."""
+    entry is made (when a hold began is unknown). ``not_moving``: answers as
+    ``queries.not_moving_since`` (the default) does, for a reader that can tell from its
+    own readings that a queue moved and skip the query. Every entry's ``now_ms -
+    since_ms`` is at least ``LOCKSTEP_STUCK_AFTER_SECONDS`` (docs/stuck.md)."""
+    since_of = queries.not_moving_since if not_moving is None else not_moving
     live_ids = {where.consumer_id for where in cards}
     alerts: list[Alert] = []
     for topic in snapshot["topics"]:
@@ -121,12 +134,12 @@ def stuck_queues(
                 owner = g["owner"]
                 done = q["max_offset"] - g["lag"]
                 if owner is None:
-                    alerts += _not_moving(where, g, done, now_ms, "unowned")
+                    alerts += _not_moving(where, g, done, now_ms, "unowned", since_of)
                 else:
                     beat = heartbeats.get(owner) if heartbeats is not None else None
                     live = owner in live_ids if heartbeats is None else _is_live(beat, now_ms)
                     alerts += (
-                        _not_moving(where, g, done, now_ms, "no_progress")
+                        _not_moving(where, g, done, now_ms, "no_progress", since_of)
                         if live
                         else _no_live_consumer(where, g, beat, now_ms)
                     )
@@ -152,11 +165,13 @@ def _old_enough(since_ms: int, now_ms: int) -> bool:
     return now_ms - since_ms >= stuck_after_s() * 1000
 
 
-def _not_moving(where: Alert, g: GroupLag, done: int, now_ms: int, reason: str) -> list[Alert]:
+def _not_moving(
+    where: Alert, g: GroupLag, done: int, now_ms: int, reason: str, since_of: NotMoving
+) -> list[Alert]:
     if _waiting(g) <= 0:
         return []
-    since = queries.not_moving_since(
-        where["topic"], where["group"], where["queue"], g["committed_offset"], now_ms, done=done
+    since = since_of(
+        where["topic"], where["group"], where["queue"], g["committed_offset"], now_ms, done
     )
     if since is None or not _old_enough(since, now_ms):
         return []
