@@ -6,12 +6,12 @@ otherwise, compared in constant time); with ``LOCKSTEP_ENV=production`` and no t
 answer is 403 saying to set one, so a production deployment never publishes its topic,
 group and queue names by accident. In development without a token it is open, as before.
 
-Each scrape makes one live read (``read_state``): the lag of every topic
-(``workers.inspect.overview``, a few pipelined Redis round trips), the consumers' cards,
-the dead-letter stream lengths (one round trip), the stuck queues and the
-``EventCounter`` table (one query). A ``LockstepCollector`` turns that reading into
-metric families in a private ``CollectorRegistry`` (never the process-wide default one,
-so nothing else leaks in and nothing outlives the request), after which come the
+Each scrape reads the fleet state (``web.store.fleet_read``: the rows the ingester keeps
+current, or a sweep of Redis first when no ingester is live), the consumers' cards and
+the ``EventCounter`` table: a few queries, no read of every queue from Redis. A
+``LockstepCollector`` turns that reading into metric families in a private
+``CollectorRegistry`` (never the process-wide default one, so nothing else leaks in and
+nothing outlives the request), after which come the
 families other apps register with ``web.metrics`` (the unresolved alerts). With Redis
 unreachable the answer is a 503 with one line of text, so Prometheus records ``up == 0``
 instead of a half-empty page.
@@ -27,9 +27,8 @@ from __future__ import annotations
 import hmac
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import redis
 from django.conf import settings
@@ -41,20 +40,17 @@ from prometheus_client.registry import Collector
 
 from lockstep.dashboard.web.metrics import feature_collectors
 from lockstep.dashboard.web.redis_conn import get_redis
-from lockstep.dashboard.web.store.models import EventCounter
-from lockstep.dashboard.web.store.stuck import read_stuck
-from lockstep.workers.inspect import (
-    GroupState,
-    LiveConsumer,
-    Overview,
-    QueueCardKey,
-    dead_letter_counts,
-    overview,
-    registered_consumers,
+from lockstep.dashboard.web.store import fleet_read
+from lockstep.dashboard.web.store.models import (
+    EventCounter,
+    GroupStatus,
+    QueueStatus,
+    TopicStatus,
 )
-from lockstep.workers.inspect.consumers import cards_of, heartbeat_timeout
-from lockstep.workers.inspect.state import group_state
-from lockstep.workers.refs import GroupQueue, QueueRef
+from lockstep.workers import keys
+from lockstep.workers.inspect import LiveConsumer, registered_consumers
+from lockstep.workers.inspect.consumers import heartbeat_timeout
+from lockstep.workers.refs import QueueRef
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +82,7 @@ GROUP_GAUGES = (
     (
         "lockstep_queue_held_keys",
         "Keys held behind their dead letter (after_dlq=hold); their later messages are parked.",
-        "parked_keys",
+        "held_keys",
     ),
 )
 # (counter name in EventCounter, metric, help).
@@ -129,52 +125,47 @@ UNLABELLED_COUNTERS = ("events_lost", "event_stream_gaps")
 
 @dataclass(frozen=True)
 class Reading:
-    """Everything one scrape shows, read once. ``states`` and ``dead_letters`` have an
-    entry for every (topic, group, queue) of ``snapshot``; ``stuck`` names the stuck ones
-    (``dashboard.web.store.stuck.read_stuck``, the one definition of docs/stuck.md, whatever
-    the reason); ``consumers`` are the
-    registered cards, live or silent (``heartbeat_age_s`` above ``heartbeat_timeout_s``)."""
+    """Everything one scrape shows, read once: the fleet state's rows (``QueueStatus``,
+    one per (topic, group, queue); ``stuck`` is docs/stuck.md's one definition), the max
+    offset of every queue, the known (topic, group) pairs, the registered consumer cards
+    (live or silent: ``heartbeat_age_s`` above ``heartbeat_timeout_s``) and the
+    counters."""
 
-    snapshot: Overview
-    states: dict[GroupQueue, GroupState]
+    rows: list[QueueStatus]
+    max_offsets: dict[QueueRef, int]
+    groups: list[tuple[str, str]]
     consumers: list[LiveConsumer]
     heartbeat_timeout_s: float
-    stuck: frozenset[GroupQueue]
-    dead_letters: dict[GroupQueue, int]
     counters: list[EventCounter]
 
 
 def read_state(client: redis.Redis) -> Reading:
-    """The live read behind one scrape. Raises ``redis.RedisError`` when Redis fails."""
-    snapshot = overview(client)
-    now_ms = snapshot["generated_at_ms"]
-    registered = registered_consumers(client)
-    timeout_s = heartbeat_timeout()
-    live = [c for c in registered if c["heartbeat_age_s"] <= timeout_s]
-    cards = cards_of(live, None)
-    live_ids = {c["id"] for c in live}
-    states: dict[GroupQueue, GroupState] = {}
-    for topic in snapshot["topics"]:
-        for q in topic["queues"]:
-            ref = QueueRef(topic["name"], q["queue"])
-            for g in q["groups"]:
-                card = cards.get(QueueCardKey(ref, g["group"], g["owner"] or ""))
-                owner_live = g["owner"] in live_ids
-                states[GroupQueue(ref, g["group"])] = group_state(
-                    g, card, now_ms, owner_live=owner_live
-                )
+    """The read behind one scrape: the fleet state (``web.store.fleet_read``; swept
+    first when no ingester keeps it), the consumers' cards and the counters. Raises
+    ``redis.RedisError`` when Redis fails."""
+    fleet_read.ensure_fresh(client)
+    rows = list(QueueStatus.objects.order_by("topic", "group", "queue"))
+    max_offsets = {QueueRef(r.topic, r.queue): r.max_offset for r in rows}
+    groupless = list(TopicStatus.objects.filter(groups=0).order_by("name"))
+    if groupless:
+        max_offsets |= _max_offsets(client, groupless)
     return Reading(
-        snapshot=snapshot,
-        states=states,
-        consumers=registered,
-        heartbeat_timeout_s=timeout_s,
-        stuck=frozenset(
-            GroupQueue(QueueRef(s["topic"], int(s["queue"])), s["group"])
-            for s in read_stuck(client, snapshot, registered)
-        ),
-        dead_letters=dead_letter_counts(client, states),
+        rows=rows,
+        max_offsets=dict(sorted(max_offsets.items())),
+        groups=list(GroupStatus.objects.order_by("topic", "group").values_list("topic", "group")),
+        consumers=registered_consumers(client),
+        heartbeat_timeout_s=heartbeat_timeout(),
         counters=list(EventCounter.objects.order_by("name", "topic", "group", "queue")),
     )
+
+
+def _max_offsets(client: redis.Redis, topics: list[TopicStatus]) -> dict[QueueRef, int]:
+    """The max offsets of topics no group reads (the fleet state has no row of them)."""
+    refs = [QueueRef(t.name, q) for t in topics for q in range(t.queue_count)]
+    pipe = client.pipeline(transaction=False)
+    for ref in refs:
+        pipe.get(keys.sequence(ref))
+    return {ref: int(v or 0) for ref, v in zip(refs, pipe.execute(), strict=True)}
 
 
 class LockstepCollector(Collector):
@@ -220,20 +211,16 @@ def queue_families(reading: Reading) -> list[Metric]:
         "so labelled topic and queue only).",
         labels=("topic", "queue"),
     )
-    for topic in reading.snapshot["topics"]:
-        for q in topic["queues"]:
-            max_offset.add_metric([topic["name"], str(q["queue"])], q["max_offset"])
-            for group in topic["groups"]:
-                cell = GroupQueue(QueueRef(topic["name"], q["queue"]), group)
-                g = reading.states[cell]
-                labels = [topic["name"], group, str(q["queue"])]
-                fields: Mapping[str, Any] = g
-                for family, (_, _, name) in zip(gauges, GROUP_GAUGES, strict=True):
-                    family.add_metric(labels, fields[name])
-                owned.add_metric(labels, 1 if g["owner"] else 0)
-                stuck.add_metric(labels, 1 if cell in reading.stuck else 0)
-                blocked.add_metric(labels, g.get("blocked_count", 0))
-                dead.add_metric(labels, reading.dead_letters.get(cell, 0))
+    for ref, value in reading.max_offsets.items():
+        max_offset.add_metric([ref.topic, str(ref.queue)], value)
+    for row in reading.rows:
+        labels = [row.topic, row.group, str(row.queue)]
+        for family, (_, _, name) in zip(gauges, GROUP_GAUGES, strict=True):
+            family.add_metric(labels, getattr(row, name))
+        owned.add_metric(labels, 1 if row.owner else 0)
+        stuck.add_metric(labels, 1 if row.stuck else 0)
+        blocked.add_metric(labels, row.blocked_count)
+        dead.add_metric(labels, row.dead_letters)
     return [*gauges, owned, stuck, blocked, dead, max_offset]
 
 
@@ -244,7 +231,7 @@ def consumer_families(reading: Reading) -> list[Metric]:
         tally = live if card["heartbeat_age_s"] <= reading.heartbeat_timeout_s else silent
         for where in {(sub["topic"], sub["group"]) for sub in card["subscriptions"]}:
             tally[where] += 1
-    known = {(t["name"], g) for t in reading.snapshot["topics"] for g in t["groups"]}
+    known = set(reading.groups)
     families: list[Metric] = []
     for name, text, tally in (
         (
