@@ -395,6 +395,17 @@ LOCKSTEP_ALERT_DLQ_WINDOW_SECONDS = env_float(
 )
 # Unacknowledged open alerts are told again this often.
 LOCKSTEP_ALERT_RENOTIFY_SECONDS = env_float("LOCKSTEP_ALERT_RENOTIFY_SECONDS", 3600.0, minimum=1.0)
+# Notifications go per (rule, topic, group), as Alertmanager's group_by (docs/alerts-delivery.md,
+# "Grouping"): a new group waits this long for the rest of its storm before its first
+# notification (Alertmanager's group_wait, 30 s), and a group already told waits this long
+# before telling what changed (group_interval, 5 min). The repeat interval is
+# LOCKSTEP_ALERT_RENOTIFY_SECONDS above.
+LOCKSTEP_ALERT_GROUP_WAIT_SECONDS = env_float(
+    "LOCKSTEP_ALERT_GROUP_WAIT_SECONDS", 30.0, minimum=0.0
+)
+LOCKSTEP_ALERT_GROUP_INTERVAL_SECONDS = env_float(
+    "LOCKSTEP_ALERT_GROUP_INTERVAL_SECONDS", 300.0, minimum=0.0
+)
 # Links in notifications start with this (no trailing slash needed).
 LOCKSTEP_BASE_URL = env_str("LOCKSTEP_BASE_URL", "http://127.0.0.1:8000")
 

@@ -61,8 +61,11 @@ class Evaluator:
         changes = lifecycle.apply(
             findings, evaluated, timezone.now(), lambda alert: self._final(alert, live)
         )
-        if changes.opened or changes.resolved:
-            push.publish(changes.opened, changes.resolved)
+        if changes.opened or changes.resolved or changes.told:
+            # One toast per group notification, when it is told (after its group wait),
+            # not per alert opened: the badge's counts follow every opening at once.
+            toasts = [a for n in changes.told if n.event == "opened" for a in n.firing]
+            push.publish(toasts, changes.resolved)
         return changes
 
     def _final(self, alert: Alert, live: LiveState) -> Resolution:

@@ -1,13 +1,18 @@
 """The alert lifecycle (docs/alerts.md, "Lifecycle").
 
-- A firing subject without an unresolved alert opens one (``opened``) and notifies.
+- A firing subject without an unresolved alert opens one (``opened``).
 - While it keeps firing, the alert's summary and details follow the live state; an
   ``open`` (unacknowledged) alert re-notifies every ``LOCKSTEP_ALERT_RENOTIFY_SECONDS``.
+- Notifications are not sent per alert: ``grouping.flush`` (the last step of ``apply``)
+  tells each (rule, topic, group) in one notification, after its group wait or group
+  interval (docs/alerts-delivery.md, "Grouping"), leaving out inhibited alerts
+  (``inhibit``).
 - An operator acknowledges it (who, a note), optionally snoozed until a time: no more
   re-notifications; when a snooze ends and the alert still fires it is ``open`` again
   (``woke``) and notifies.
 - When its subject no longer fires it resolves by itself (``resolved_at``, the duration
-  kept) and channels that were told it opened are told it resolved. Its summary is then
+  kept) and channels that were told it opened are told it resolved (with its group's
+  next notification). Its summary is then
   rewritten to say how long the condition held (``resolved_at - since``) and its final
   state (``Rule.resolution``), never the state last seen while open. The condition
   returning later opens a new alert.
@@ -15,6 +20,7 @@
 
 Every change is an ``AlertEvent`` on the alert's timeline. Only the evaluator opens and
 resolves; people acknowledge, snooze and unacknowledge (``acknowledge``, ``unacknowledge``).
+``notify`` tells one alert at once, ungrouped (what the delivery tests drive).
 """
 
 from __future__ import annotations
@@ -24,21 +30,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from lockstep.dashboard.alerts import payload
+from lockstep.dashboard.alerts import grouping
 from lockstep.dashboard.alerts.models import (
     ACKNOWLEDGED,
     OPEN,
     RESOLVED,
     Alert,
     AlertEvent,
-    Channel,
     Delivery,
-    Silence,
 )
+from lockstep.dashboard.alerts.notifications import active_silence, deliver, mark_silenced
 from lockstep.dashboard.alerts.rules import RULES, Finding, Resolution
 from lockstep.dashboard.alerts.text import duration
 from lockstep.dashboard.web.store.queries import at
@@ -52,15 +56,17 @@ SEEN_EVERY = timedelta(seconds=30)
 
 @dataclass
 class Changes:
-    """What one ``apply`` did, for the live pushes and the log."""
+    """What one ``apply`` did, for the live pushes and the log: ``told`` are the group
+    notifications queued (the toasts follow them), ``notified`` their firing alerts."""
 
     opened: list[Alert] = field(default_factory=list)
     resolved: list[Alert] = field(default_factory=list)
     updated: list[Alert] = field(default_factory=list)
     notified: list[Alert] = field(default_factory=list)
+    told: list[grouping.Notice] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.opened or self.resolved or self.updated or self.notified)
+        return bool(self.opened or self.resolved or self.updated or self.notified or self.told)
 
 
 def unresolved() -> dict[str, Alert]:
@@ -77,7 +83,7 @@ def apply(
     """Bring the alerts in line with ``findings`` (every subject firing now) of the rules
     named in ``evaluated`` (a rule that failed this tick neither opens nor resolves).
     ``finals`` says what a resolving alert's final state is (default: the condition
-    cleared)."""
+    cleared). Then the notifications due are queued, per group (``grouping.flush``)."""
     changes = Changes()
     current = unresolved()
     firing: dict[str, Finding] = {}
@@ -89,17 +95,15 @@ def apply(
             opened = _open(finding, now)
             if opened is not None:
                 changes.opened.append(opened)
-                notify(opened, Delivery.OPENED, now)
         elif _refresh(alert, finding, now):
             changes.updated.append(alert)
     for fingerprint, alert in current.items():
         if fingerprint not in firing and alert.rule in evaluated:
             resolve(alert, now, finals(alert) if finals is not None else None)
             changes.resolved.append(alert)
-    for alert in due_for_notification(now):
-        if alert.fingerprint in firing:
-            notify(alert, Delivery.RENOTIFY, now)
-            changes.notified.append(alert)
+    wake_snoozed(now)
+    changes.told = grouping.flush(now)
+    changes.notified = [a for notice in changes.told for a in notice.firing]
     return changes
 
 
@@ -165,6 +169,8 @@ def resolve(alert: Alert, now: datetime, final: Resolution | None = None) -> Non
     held_s = max(0.0, (now - alert.since).total_seconds())
     alert.state = RESOLVED
     alert.resolved_at = now
+    # Told with the group's next notification, to the channels told of it opening.
+    alert.resolution_pending = alert.notifications > 0
     alert.summary = resolved_summary(alert, held_s, final)
     details = dict(alert.details) if isinstance(alert.details, dict) else {}
     details.update(final.details)
@@ -172,7 +178,9 @@ def resolve(alert: Alert, now: datetime, final: Resolution | None = None) -> Non
         details["for_s"] = round(held_s, 1)
     alert.details = details
     with transaction.atomic():
-        alert.save(update_fields=["state", "resolved_at", "summary", "details"])
+        alert.save(
+            update_fields=["state", "resolved_at", "summary", "details", "resolution_pending"]
+        )
         AlertEvent.objects.create(
             alert=alert,
             at=now,
@@ -181,7 +189,6 @@ def resolve(alert: Alert, now: datetime, final: Resolution | None = None) -> Non
             details={"duration_s": round(alert.duration_s, 1), "held_s": round(held_s, 1)},
         )
     log.warning("alert resolved: #%s %s after %.0f s", alert.pk, alert.rule, alert.duration_s)
-    notify(alert, Delivery.RESOLVED, now)
 
 
 def subject_text(alert: Alert) -> str:
@@ -208,11 +215,11 @@ def resolved_summary(alert: Alert, held_s: float, final: Resolution) -> str:
     )
 
 
-def due_for_notification(now: datetime) -> list[Alert]:
-    """Open alerts never notified (a silence held them back) or last notified a
-    re-notification interval ago, and acknowledged alerts whose snooze ended (they are
-    woken: ``open`` again)."""
-    for alert in Alert.objects.filter(state=ACKNOWLEDGED, snoozed_until__lte=now):
+def wake_snoozed(now: datetime) -> list[Alert]:
+    """Acknowledged alerts whose snooze ended are woken: ``open`` again and untold, so
+    their group tells them at its next flush."""
+    woken = list(Alert.objects.filter(state=ACKNOWLEDGED, snoozed_until__lte=now))
+    for alert in woken:
         alert.state = OPEN
         alert.snoozed_until = None
         alert.last_notified_at = None  # told again at once
@@ -221,60 +228,21 @@ def due_for_notification(now: datetime) -> list[Alert]:
             AlertEvent.objects.create(
                 alert=alert, at=now, kind=AlertEvent.WOKE, note="the snooze ended"
             )
-    renotify = timedelta(seconds=float(settings.LOCKSTEP_ALERT_RENOTIFY_SECONDS))
-    due = Alert.objects.filter(state=OPEN).exclude(last_notified_at__gt=now - renotify)
-    return list(due)
-
-
-def active_silence(alert: Alert, now: datetime) -> Silence | None:
-    for silence in Silence.objects.filter(starts_at__lte=now, ends_at__gt=now):
-        if silence.matches(alert):
-            return silence
-    return None
+    return woken
 
 
 def notify(alert: Alert, event: str, now: datetime) -> list[Delivery]:
-    """Queue ``event`` of ``alert`` for every channel that wants it (the dispatcher sends
-    them), unless a silence mutes it. A resolution goes only to channels that were told
-    of the alert and send resolutions."""
+    """Queue ``event`` of ``alert`` alone, at once, for every channel that wants it (the
+    dispatcher sends them), unless a silence mutes it; the evaluator notifies per group
+    instead (``grouping.flush``). A resolution goes only to channels that were told of
+    the alert and send resolutions."""
     silence = active_silence(alert, now)
     if silence is not None:
-        if not alert.timeline.filter(
-            kind=AlertEvent.SILENCED, details__silence=silence.pk
-        ).exists():
-            AlertEvent.objects.create(
-                alert=alert,
-                at=now,
-                kind=AlertEvent.SILENCED,
-                note=str(silence),
-                details={"silence": silence.pk, "event": event},
-            )
+        mark_silenced([alert], silence, event, now)
         return []
-    channels = [c for c in Channel.objects.filter(enabled=True) if c.wants(alert)]
     if event == Delivery.RESOLVED:
-        told = set(alert.deliveries.values_list("channel_id", flat=True))
-        channels = [c for c in channels if c.send_resolved and c.pk in told]
-    body = payload.build(alert, event)
-    deliveries = [
-        Delivery(alert=alert, channel=c, event=event, payload=body, next_attempt_at=now)
-        for c in channels
-    ]
-    with transaction.atomic():
-        Delivery.objects.bulk_create(deliveries)
-        if event != Delivery.RESOLVED:
-            alert.last_notified_at = now
-            alert.notifications += 1
-            alert.save(update_fields=["last_notified_at", "notifications"])
-        if channels or event != Delivery.RESOLVED:
-            AlertEvent.objects.create(
-                alert=alert,
-                at=now,
-                kind=AlertEvent.NOTIFIED,
-                note=f"{event}: "
-                + (", ".join(c.name for c in channels) or "no channel configured"),
-                details={"event": event, "channels": [c.name for c in channels]},
-            )
-    return deliveries
+        return deliver(event, [], [alert], now)
+    return deliver(event, [alert], [], now)
 
 
 def acknowledge(

@@ -6,8 +6,11 @@
   resolved, silenced), append-only.
 - ``Channel``: where notifications go (email, webhook, apprise); ``from_env`` rows mirror
   ``LOCKSTEP_ALERT_WEBHOOKS`` and are not edited in the UI.
-- ``Delivery``: one notification of one alert (or a test) to one channel, with its
-  attempts; failed ones stay visible on the alert.
+- ``Delivery``: one notification to one channel, with its attempts; failed ones stay
+  visible on the alert. A notification tells a group of alerts (``alerts``, all of one
+  rule, topic and group), led by ``alert``; a test tells none.
+- ``NotificationGroup``: when the alerts of one (rule, topic, group) may be told next
+  (group wait, group interval: docs/alerts-delivery.md, "Grouping").
 - ``Silence``: mutes delivery for a topic, group and/or rule for a time window.
 - ``RuleSetting``: a rule's thresholds (and on/off) for a topic and/or group, over the
   defaults from the settings.
@@ -54,6 +57,9 @@ class Alert(models.Model):
     snoozed_until = models.DateTimeField(null=True, blank=True)
     last_notified_at = models.DateTimeField(null=True, blank=True)
     notifications = models.PositiveIntegerField(default=0)
+    # Resolved while channels had been told of it: its resolution waits for its group's
+    # next notification (``grouping.flush``), then this is cleared.
+    resolution_pending = models.BooleanField(default=False, db_index=True)
 
     class Meta:
         ordering = ("-opened_at", "-id")
@@ -75,6 +81,11 @@ class Alert(models.Model):
         """Seconds from opening to resolution (or to now while unresolved)."""
         end = self.resolved_at or timezone.now()
         return max(0.0, (end - self.opened_at).total_seconds())
+
+    @property
+    def group_key(self) -> tuple[str, str, str]:
+        """What notifications group by: (rule, topic, group)."""
+        return (self.rule, self.topic, self.group)
 
     def subject(self) -> dict[str, Any]:
         return {
@@ -147,9 +158,12 @@ class Delivery(models.Model):
     # What is told: an alert opened, its re-notification, its resolution, a test.
     OPENED, RENOTIFY, RESOLVED, TEST = "opened", "renotify", "resolved", "test"
 
+    # The alert the notification leads with (the first of ``alerts``); None for a test.
     alert = models.ForeignKey(
         Alert, on_delete=models.CASCADE, null=True, blank=True, related_name="deliveries"
     )
+    # Every alert the notification tells of (firing and resolved), lead included.
+    alerts = models.ManyToManyField(Alert, blank=True, related_name="group_deliveries")
     channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="deliveries")
     event = models.CharField(max_length=16)
     status = models.CharField(max_length=16, default=PENDING, db_index=True)
@@ -165,6 +179,33 @@ class Delivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} to channel {self.channel_id}: {self.status}"
+
+
+class NotificationGroup(models.Model):
+    """The notification timer of one (rule, topic, group), Alertmanager's aggregation
+    group. Made when the group first has something to tell, with ``flush_at`` a group
+    wait ahead; each notification moves ``flush_at`` a group interval ahead of it. It is
+    deleted once the group has nothing left to tell (every alert resolved, resolutions
+    told), so the next storm waits the group wait again. ``flushed_at``: the last time
+    the group was due and had something to tell (told, or held back by a silence)."""
+
+    rule = models.CharField(max_length=32)
+    topic = models.CharField(max_length=255, blank=True, default="")
+    group = models.CharField(max_length=255, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    flush_at = models.DateTimeField()
+    flushed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("rule", "topic", "group")
+        constraints = (
+            models.UniqueConstraint(
+                fields=("rule", "topic", "group"), name="alerts_one_notification_group"
+            ),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.rule} for {self.topic}/{self.group}: next at {self.flush_at:%H:%M:%S}"
 
 
 class Silence(models.Model):

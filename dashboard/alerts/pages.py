@@ -2,27 +2,40 @@
 unacknowledge (docs/alerts.md, "Pages").
 
 The list defaults to the unresolved alerts (open and acknowledged); ``?state=all`` or
-``resolved`` is the history. An acknowledgement is pushed to every page's badge
-(``push.publish``) after it is saved.
+``resolved`` is the history. It pages through alerts (newest first) and shows one row per
+(rule, topic, group) of the page, as notifications group them, expandable to its alerts
+(``groups``); a group's row counts all its alerts under the filters, not only the
+page's. An acknowledgement is pushed to every page's badge (``push.publish``) after it
+is saved.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
-from lockstep.dashboard.alerts import lifecycle, push
+from lockstep.dashboard.alerts import grouping, lifecycle, push
 from lockstep.dashboard.alerts.fields import choice, row_id, text
 from lockstep.dashboard.alerts.forms import AcknowledgeForm
-from lockstep.dashboard.alerts.models import ACKNOWLEDGED, CRITICAL, OPEN, RESOLVED, WARNING, Alert
+from lockstep.dashboard.alerts.models import (
+    ACKNOWLEDGED,
+    CRITICAL,
+    OPEN,
+    RESOLVED,
+    WARNING,
+    Alert,
+    Delivery,
+)
+from lockstep.dashboard.alerts.payload import subjects as payload_subjects
 from lockstep.dashboard.alerts.permissions import ACKNOWLEDGE, VIEW_ALERT
 from lockstep.dashboard.alerts.rules import RULES
 from lockstep.dashboard.alerts.text import detail_rows as text_detail_rows
@@ -86,8 +99,10 @@ def alerts_page(request: HttpRequest) -> dict[str, Any]:
         raise NotFound(f"there is no page {number} (the last is {paginator.num_pages})")
     shown = paginator.page(number)
     kept = {name: value for name, value in filters.items() if value and value != UNRESOLVED}
+    alerts = list(shown.object_list)
     return {
-        "alerts": list(shown.object_list),
+        "alerts": alerts,
+        "groups": group_rows(alerts, filtered(filters), filters),
         "filters": filters,
         "rules": sorted(RULES),
         "states": STATE_FILTERS,
@@ -102,6 +117,85 @@ def alerts_page(request: HttpRequest) -> dict[str, Any]:
 
 def _query(params: dict[str, str]) -> str:
     return "?" + urlencode(params)
+
+
+@dataclass
+class GroupRow:
+    """One row of the list: the alerts of one (rule, topic, group) on this page (listed
+    as notifications list them: by queue, key, consumer), ``total`` of them under the
+    filters, the worst severity, how many are in each state, and ``link``: the list
+    filtered to the group."""
+
+    rule: str
+    topic: str
+    group: str
+    alerts: list[Alert] = field(default_factory=list)
+    total: int = 0
+    link: str = ""
+
+    @property
+    def lead(self) -> Alert:
+        return self.alerts[0]
+
+    @property
+    def newest(self) -> Alert:
+        return max(self.alerts, key=lambda a: (a.opened_at, a.pk))
+
+    @property
+    def severity(self) -> str:
+        return CRITICAL if any(a.severity == CRITICAL for a in self.alerts) else WARNING
+
+    @property
+    def states(self) -> list[tuple[str, int]]:
+        found = [a.state for a in self.alerts]
+        return [(s, found.count(s)) for s in (OPEN, ACKNOWLEDGED, RESOLVED) if s in found]
+
+    @property
+    def acknowledged_by(self) -> str:
+        return ", ".join(sorted({a.acknowledged_by for a in self.alerts if a.acknowledged_by}))
+
+    @property
+    def subjects(self) -> str:
+        """``queues 0, 1, 2 …``: the first subjects, as a notification names them."""
+        items = [
+            {"id": a.pk, "queue": a.queue, "key": a.key, "consumer": a.consumer}
+            for a in self.alerts[:GROUP_NAMED]
+        ]
+        more = "…" if len(self.alerts) > GROUP_NAMED else ""
+        return payload_subjects(items) + more
+
+
+# A group's row names this many of its subjects before "…"; its <details> lists all.
+GROUP_NAMED = 10
+
+
+def group_rows(
+    alerts: list[Alert], matching: QuerySet[Alert], filters: dict[str, str]
+) -> list[GroupRow]:
+    """The page's ``alerts`` as one row per (rule, topic, group), in the order each
+    group first appears (the newest alert's group first)."""
+    rows: dict[tuple[str, str, str], GroupRow] = {}
+    for alert in alerts:
+        rows.setdefault(alert.group_key, GroupRow(*alert.group_key)).alerts.append(alert)
+    totals = _totals(matching, {a.rule for a in alerts})
+    for key, row in rows.items():
+        row.alerts.sort(key=grouping.sort_key)
+        row.total = totals.get(key, len(row.alerts))
+        kept = {n: v for n, v in filters.items() if v and v != UNRESOLVED}
+        row.link = _query({**kept, "rule": row.rule, "topic": row.topic, "group": row.group})
+    return list(rows.values())
+
+
+def _totals(matching: QuerySet[Alert], rules: set[str]) -> dict[tuple[str, str, str], int]:
+    """How many alerts under the filters each (rule, topic, group) of ``rules`` has:
+    one grouped query, whatever the storm's size."""
+    counted = (
+        matching.filter(rule__in=rules)
+        .order_by()
+        .values("rule", "topic", "group")
+        .annotate(n=Count("id"))
+    )
+    return {(r["rule"], r["topic"], r["group"]): int(r["n"]) for r in counted}
 
 
 # ---- one alert ---------------------------------------------------------------------------
@@ -140,6 +234,13 @@ def detail_rows(details: Any) -> list[tuple[str, str]]:
     return text_detail_rows(details)
 
 
+def deliveries_of(alert: Alert) -> list[Delivery]:
+    """Every notification that told of ``alert``: those it led and those of its group
+    that named it, newest first."""
+    told = Delivery.objects.filter(Q(alert=alert) | Q(alerts=alert)).distinct()
+    return list(told.select_related("channel").order_by("-created_at", "-id"))
+
+
 @page("alerts/detail.html", VIEW_ALERT)
 def alert_page(request: HttpRequest, alert_id: str) -> dict[str, Any]:
     alert = find_alert(alert_id)
@@ -150,7 +251,7 @@ def alert_page(request: HttpRequest, alert_id: str) -> dict[str, Any]:
         "subject": [(n, v) for n, v in alert.subject().items() if v not in ("", None)],
         "details": detail_rows(alert.details),
         "timeline": list(alert.timeline.all()),
-        "deliveries": list(alert.deliveries.select_related("channel").order_by("-created_at")),
+        "deliveries": deliveries_of(alert),
         "links": page_links(alert),
         "may_acknowledge": has_perm(request.user, ACKNOWLEDGE),
         "form": AcknowledgeForm(),

@@ -4,12 +4,18 @@ and what every other channel formats its message from.
 ``{"version": 1, "event": "opened" | "renotify" | "resolved" | "test", "sent_at": ISO
 time, "alert": {"id", "rule", "severity", "state", "summary", "topic", "group", "queue",
 "key", "consumer", "offset", "details", "since", "opened_at", "resolved_at",
-"duration_s", "acknowledged_by", "url", "queue_url", "dead_letters_url"}}``. Times are
-ISO 8601 in UTC; links are absolute when ``LOCKSTEP_BASE_URL`` is set.
+"duration_s", "acknowledged_by", "url", "queue_url", "dead_letters_url"}, "group": {"rule",
+"topic", "group", "count", "alerts", "more", "resolved_count", "resolved", "resolved_more",
+"url"}}``. ``alert`` is the notification's lead (the first it lists); ``group`` is every
+alert of its (rule, topic, group) it tells of: how many are firing (``count``) and the
+first ``LISTED`` of them, how many more, and the same for the resolutions it tells. A
+test has no ``group``. Times are ISO 8601 in UTC; links are absolute when
+``LOCKSTEP_BASE_URL`` is set.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlencode
 
@@ -20,6 +26,9 @@ from django.utils import timezone
 from lockstep.dashboard.alerts.models import Alert
 
 VERSION = 1
+# A notification names this many alerts of its group and counts the rest: the first ten
+# queues of a storm of 1,024 say which group and where, a mail stays readable.
+LISTED = 10
 
 
 def absolute(path: str) -> str:
@@ -69,15 +78,64 @@ def alert_dict(alert: Alert) -> dict[str, Any]:
     }
 
 
-def build(alert: Alert | None, event: str) -> dict[str, Any]:
+def build(
+    alert: Alert | None,
+    event: str,
+    firing: Sequence[Alert] | None = None,
+    resolved: Sequence[Alert] | None = None,
+) -> dict[str, Any]:
     """The payload of ``event`` for ``alert`` (``None`` for a channel test: a made-up
-    alert that says so)."""
-    body = alert_dict(alert) if alert is not None else test_alert()
-    return {
+    alert that says so). ``firing`` and ``resolved``: the alerts of ``alert``'s group the
+    notification tells of (default: ``alert`` alone, firing or, for a ``resolved``
+    event, resolved)."""
+    out: dict[str, Any] = {
         "version": VERSION,
         "event": event,
         "sent_at": timezone.now().isoformat(),
-        "alert": body,
+        "alert": alert_dict(alert) if alert is not None else test_alert(),
+    }
+    if alert is not None:
+        if firing is None and resolved is None:
+            alone = [alert]
+            firing, resolved = ([], alone) if event == "resolved" else (alone, [])
+        out["group"] = group_dict(alert, firing or [], resolved or [])
+    return out
+
+
+def item(alert: Alert) -> dict[str, Any]:
+    """One alert as a group lists it: its subject, summary and page."""
+    return {
+        "id": alert.pk,
+        "queue": alert.queue,
+        "key": alert.key,
+        "consumer": alert.consumer,
+        "offset": alert.offset,
+        "summary": alert.summary,
+        "url": links(alert)["url"],
+    }
+
+
+def group_url(alert: Alert) -> str | None:
+    """The alerts page filtered to ``alert``'s group (absolute)."""
+    query = {"rule": alert.rule, "topic": alert.topic, "group": alert.group, "state": "all"}
+    try:
+        return absolute(reverse("alerts") + "?" + urlencode(query))
+    except NoReverseMatch:  # pages not installed
+        return None
+
+
+def group_dict(lead: Alert, firing: Sequence[Alert], resolved: Sequence[Alert]) -> dict[str, Any]:
+    return {
+        "rule": lead.rule,
+        "topic": lead.topic,
+        "group": lead.group,
+        "count": len(firing),
+        "alerts": [item(a) for a in firing[:LISTED]],
+        "more": max(0, len(firing) - LISTED),
+        "resolved_count": len(resolved),
+        "resolved": [item(a) for a in resolved[:LISTED]],
+        "resolved_more": max(0, len(resolved) - LISTED),
+        "url": group_url(lead),
     }
 
 
@@ -108,9 +166,51 @@ def test_alert() -> dict[str, Any]:
 
 
 def headline(payload: dict[str, Any]) -> str:
-    """One line for a subject or a chat message: ``[RESOLVED] queue_stuck: ...``."""
+    """One line for a subject or a chat message: ``[RESOLVED] queue_stuck: ...``; for
+    a notification of several alerts, the group, the count and the first subjects
+    (``orders/mailer: 24 alerts (queues 0, 1, …, 9 and 14 more)``)."""
     a = payload["alert"]
     tag = {"opened": "ALERT", "renotify": "STILL OPEN", "resolved": "RESOLVED"}.get(
         payload["event"], payload["event"].upper()
     )
-    return f"[{tag}] {a['rule']} ({a['severity']}): {a['summary']}"
+    return f"[{tag}] {a['rule']} ({a['severity']}): {group_summary(payload) or a['summary']}"
+
+
+def told(payload: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """The alerts the notification is about (the resolved ones for a ``resolved``
+    event, else the firing ones), as listed, and how many there are."""
+    g = payload.get("group") or {}
+    if payload["event"] == "resolved":
+        return list(g.get("resolved") or []), int(g.get("resolved_count") or 0)
+    return list(g.get("alerts") or []), int(g.get("count") or 0)
+
+
+def group_summary(payload: dict[str, Any]) -> str:
+    """``orders/mailer: 24 alerts (queues 0, 1, …, 9 and 14 more)``, or "" when the
+    notification tells of one alert (its own summary says it best)."""
+    listed, count = told(payload)
+    if count <= 1:
+        return ""
+    g = payload["group"]
+    where = f"{g['topic']}/{g['group']}" if g["group"] else g["topic"] or "Lockstep"
+    more = count - len(listed)
+    return f"{where}: {count} alerts ({subjects(listed)}{f' and {more} more' if more else ''})"
+
+
+def subjects(items: Sequence[dict[str, Any]]) -> str:
+    """``queues 0, 1, 2`` when every item is a whole queue, else ``queue 3 key 'k',
+    consumer c-1``."""
+    if items and all(i["queue"] is not None and not i["key"] and not i["consumer"] for i in items):
+        return (
+            "queue" + ("s " if len(items) > 1 else " ") + ", ".join(str(i["queue"]) for i in items)
+        )
+    return ", ".join(subject(i) for i in items)
+
+
+def subject(item: dict[str, Any]) -> str:
+    parts = [] if item["queue"] is None else [f"queue {item['queue']}"]
+    if item["key"]:
+        parts.append(f"key {item['key']!r}")
+    if item["consumer"]:
+        parts.append(f"consumer {item['consumer']}")
+    return " ".join(parts) or f"#{item['id']}"

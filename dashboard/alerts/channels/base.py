@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+from lockstep.dashboard.alerts import payload as payloads
 from lockstep.dashboard.alerts.models import Channel
 from lockstep.dashboard.alerts.text import detail_rows
 
@@ -45,10 +46,15 @@ LINKS = (("url", "Alert"), ("queue_url", "Queue"), ("dead_letters_url", "Dead le
 
 
 def message_text(payload: dict[str, Any]) -> str:
-    """The notification as plain text: the summary, the subject, the times, the details
-    and the links (for email bodies and chat services)."""
+    """The notification as plain text: for several alerts of a group, the count and the
+    first of them (with how many more) before the lead alert; then the summary, the
+    subject, the times, the details and the links (for email bodies and chat
+    services)."""
     a = payload["alert"]
-    lines = [a["summary"], "", f"Rule: {a['rule']} ({a['severity']}), state {a['state']}"]
+    lines = group_lines(payload)
+    if lines:
+        lines += ["", "The first of them:"]
+    lines += [a["summary"], "", f"Rule: {a['rule']} ({a['severity']}), state {a['state']}"]
     subject = [f"{f}={a[f]}" for f in SUBJECT_FIELDS if a.get(f) not in (None, "")]
     if subject:
         lines.append("Subject: " + ", ".join(subject))
@@ -62,6 +68,26 @@ def message_text(payload: dict[str, Any]) -> str:
     if links:
         lines += ["", "Links:", *links]
     return "\n".join(lines)
+
+
+def group_lines(payload: dict[str, Any]) -> list[str]:
+    """The group part of the text ([] for one alert): ``orders/mailer: 24 alerts
+    (…)``, one line per listed alert, how many more, where to see them all, and how many
+    resolutions of the group ride along."""
+    summary = payloads.group_summary(payload)
+    if not summary:
+        return []
+    g = payload["group"]
+    listed, count = payloads.told(payload)
+    lines = [summary, ""]
+    lines += [f"  - {payloads.subject(i)}: {i['summary']}" for i in listed]
+    if count > len(listed):
+        lines.append(f"  … and {count - len(listed)} more")
+    if g.get("url"):
+        lines.append(f"All of them: {g['url']}")
+    if payload["event"] != "resolved" and g.get("resolved_count"):
+        lines.append(f"Resolved since the last notification: {g['resolved_count']}")
+    return lines
 
 
 def one_line(text: str, limit: int = 200) -> str:

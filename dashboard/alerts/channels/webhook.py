@@ -30,9 +30,12 @@ def signature(secret: str, body: bytes) -> str:
 
 
 def slack_body(payload: dict[str, Any]) -> dict[str, Any]:
-    """Slack's incoming-webhook shape: a ``text`` with the headline and the alert's link
-    (chat services turn a bare URL into a link)."""
+    """Slack's incoming-webhook shape: a ``text`` with the headline and the alert's link,
+    or for several alerts of a group the link to all of them (chat services turn a bare
+    URL into a link)."""
     link = payload["alert"].get("url")
+    if payloads.group_summary(payload):
+        link = payload["group"].get("url") or link
     return {"text": payloads.headline(payload) + (f"\n{link}" if link else "")}
 
 

@@ -87,8 +87,19 @@ def _stuck_finding(
             "retries": g["retries"],
             "last_error": shorten(error, 500),
             "for_s": round(waited_s, 1),
+            **_held(entries),
         },
     )
+
+
+def _held(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The held keys a ``held_key`` entry names (``keys``, at most 5) and how many there
+    are (``held_keys``), for the inhibition by ``key_held`` alerts (``inhibit``); {}
+    when the queue has no such entry."""
+    for e in entries:
+        if e["reason"] == "held_key":
+            return {"keys": list(e.get("keys") or [e["key"]]), "held_keys": e.get("held_keys", 1)}
+    return {}
 
 
 class QueueUnowned(Rule):

@@ -2,11 +2,12 @@
 //
 // Socket /ws/alerts/ (dashboard/alerts/consumers.py) sends {"type": "alerts.update",
 // "counts": {"open", "acknowledged"}, "opened": [{id, rule, severity, state, summary,
-// url}], "resolved": [...]} on connect (nothing opened) and after every change. Messages
-// are hints: each carries the current counts, so the badge is simply set from the latest
-// one; a reconnect gets the counts again at once. The socket, its reconnects and the
-// back/forward cache are live_socket.js's (loaded before this by base.html). Plain script,
-// no modules.
+// url, count}], "resolved": [...]} on connect (nothing opened) and after every change;
+// "opened" has one entry per group notification (rule, topic, group), not per alert.
+// Messages are hints: each carries the current counts, so the badge is simply set from
+// the latest one; a reconnect gets the counts again at once. The socket, its reconnects
+// and the back/forward cache are live_socket.js's (loaded before this by base.html).
+// Plain script, no modules.
 (function () {
   "use strict";
 
@@ -30,6 +31,9 @@
     const box = document.createElement("div");
     box.className = "alert-toast severity-" + String(alert.severity || "warning");
     box.dataset.alertId = String(alert.id);
+    // One toast per group notification: how many alerts it tells of (its summary names
+    // the group and the first of them, its link the list filtered to the group).
+    box.dataset.count = String(alert.count || 1);
     box.setAttribute("role", "status");
     const head = document.createElement("strong");
     head.textContent = String(alert.severity || "alert") + " · " + String(alert.rule || "");

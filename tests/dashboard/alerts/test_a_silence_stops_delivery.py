@@ -11,7 +11,7 @@ from lockstep.dashboard.alerts import lifecycle
 from lockstep.dashboard.alerts.models import Alert, AlertEvent, Delivery, Silence
 from tests.dashboard.alerts.findings import later, stuck, webhook_channel
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("without_group_delays")]
 
 ALL = {"queue_stuck"}
 
