@@ -42,6 +42,8 @@ from lockstep.dashboard.monitor.queries import NOISY_TYPES, event_dict
 from lockstep.dashboard.web.publish import group_part, publish
 from lockstep.dashboard.web.store.fleet import FleetWriter, Reading
 from lockstep.dashboard.web.store.models import Event
+from lockstep.dashboard.web.store.queries import to_ms
+from lockstep.workers.events import LAG_SAMPLED
 from lockstep.workers.inspect import TopicState, queue_of
 from lockstep.workers.redis_types import as_bytes
 from lockstep.workers.refs import QueueRef
@@ -120,6 +122,10 @@ class Publisher:
         """Remember newly stored events (their queues are read and pushed at the next
         tick)."""
         for row in rows:
+            if row.type == LAG_SAMPLED and row.topic and row.queue is not None:
+                self.writer.note_sample(
+                    (row.topic, row.group, row.queue), to_ms(row.ts), row.details
+                )
             # Periodic events (samples, lane and key snapshots) change nothing a push
             # shows that the next sweep would not catch.
             if row.topic and row.queue is not None and row.type not in NOISY_TYPES:

@@ -18,7 +18,7 @@ import json
 import time
 from collections import defaultdict, deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import redis
@@ -62,6 +62,9 @@ from lockstep.workers.topics import Topic, get_topic
 WRITER_KEY = "lockstep-web:fleet-writer"
 WRITER_TTL_MS = 30_000
 STAMP = "fleet"
+# The runtime samples lag every 10 s (LOCKSTEP_LAG_SAMPLE_SECONDS): a run not told of a
+# sample for two of those asks the stored samples again.
+RUN_RECHECK_MS = 20_000
 # Rates are "per second over the last minute", as the overview always showed them.
 RATE_WINDOW_MS = 60_000
 # Text fields are cut to these lengths: rows stay small, pages show the start.
@@ -129,17 +132,15 @@ class Reading:
 
 
 @dataclass(frozen=True)
-class _Progress:
-    """A queue's progress at the reading that first showed it, and since when."""
+class _Run:
+    """A queue's newest run of lag samples showing the same progress with lag > 0, as
+    ``queries.not_moving_since`` reads it: ``progress`` (committed offset, messages done),
+    ``None`` after a sample with nothing waiting; ``since_ms`` the run's first sample;
+    ``seen_ms`` the newest sample (or database answer) it was told of."""
 
-    committed: int
-    done: int
-    seen_ms: int
+    progress: tuple[int, int] | None
     since_ms: int
-
-
-# A queue last seen with nothing waiting: any progress it shows next starts a new run.
-CAUGHT_UP = _Progress(-1, -1, 0, 0)
+    seen_ms: int
 
 
 class FleetWriter:
@@ -152,7 +153,7 @@ class FleetWriter:
         self.keeps_history = keeps_history
         self._rows: dict[PairKey, Row] = {}
         self._loaded = False
-        self._progress: dict[PairKey, _Progress] = {}
+        self._runs: dict[PairKey, _Run] = {}
         self._produced: dict[str, deque[tuple[int, int]]] = defaultdict(deque)
         self._handled: dict[tuple[str, str], deque[tuple[int, int]]] = defaultdict(deque)
         self._retries: dict[tuple[str, str], int] = {}
@@ -222,7 +223,6 @@ class FleetWriter:
         stuck = stuck_queues(
             snapshot, cards, now_ms, heartbeats=beats, holds=holds, not_moving=self._not_moving
         )
-        self._note_caught_up(lags, now_ms)
         by_pair: dict[PairKey, list[Alert]] = defaultdict(list)
         for entry in stuck:
             by_pair[(entry["topic"], entry["group"], entry["queue"])].append(entry)
@@ -259,35 +259,40 @@ class FleetWriter:
             for (topic, group), queues in sorted(wanted.items())
         }
 
+    def note_sample(self, key: PairKey, ts_ms: int, details: dict[str, Any]) -> None:
+        """Follow a stored ``lag_sampled`` event of ``key`` (in stream order): the run of
+        no progress it extends, starts or breaks."""
+        try:
+            lag = int(details.get("lag", 0))
+            progress = (int(details["committed_offset"]), int(details["max_offset"]) - lag)
+        except (KeyError, TypeError, ValueError):
+            return  # a sample written by hand without the fields: it tells nothing
+        run = self._runs.get(key)
+        if lag <= 0:
+            self._runs[key] = _Run(None, ts_ms, ts_ms)
+        elif run is not None and run.progress == progress:
+            self._runs[key] = replace(run, seen_ms=ts_ms)
+        else:
+            self._runs[key] = _Run(progress, ts_ms, ts_ms)
+
     def _not_moving(
         self, topic: str, group: str, queue: int, committed: int, now_ms: int, done: int | None
     ) -> int | None:
-        """As ``queries.not_moving_since``, from this writer's own readings once it has
-        one: a queue whose progress is the same as at the previous reading has not moved
-        since the reading that first showed it. The stored lag samples are asked once per
-        queue, when a queue is first seen waiting (what happened before this writer
-        started), and on every call by a writer that keeps no history (a page's)."""
+        """``queries.not_moving_since``, answered from the samples this writer was told
+        of (``note_sample``) once it knows the queue's run. The database is asked when it
+        does not (the queue's first wait since the writer started), when the run it knows
+        shows other progress and no sample came for ``RUN_RECHECK_MS`` (samples this
+        writer does not see: another ingester's streams), and always by a writer that
+        keeps no history (a page's sweep)."""
         key = (topic, group, queue)
         progress = (committed, done or 0)
-        seen = self._progress.get(key)
-        if self.keeps_history and seen is not None:
-            if (seen.committed, seen.done) != progress:
-                self._progress[key] = _Progress(*progress, now_ms, now_ms)
-            return self._progress[key].since_ms
+        run = self._runs.get(key) if self.keeps_history else None
+        if run is not None and (run.progress == progress or now_ms - run.seen_ms < RUN_RECHECK_MS):
+            return run.since_ms if run.progress == progress else None
         since = queries.not_moving_since(topic, group, queue, committed, now_ms, done=done)
-        self._progress[key] = _Progress(*progress, now_ms, now_ms if since is None else since)
+        if self.keeps_history:
+            self._runs[key] = _Run(progress if since is not None else None, since or 0, now_ms)
         return since
-
-    def _note_caught_up(self, lags: list[TopicLag], now_ms: int) -> None:
-        """A queue with nothing waiting breaks its run of no progress (as a lag sample of
-        0 does): when it waits again, its run starts at that reading."""
-        if not self.keeps_history:
-            return
-        for t in lags:
-            for q in t["queues"]:
-                for g in q["groups"]:
-                    if g["lag"] - g["parked"] <= 0:
-                        self._progress[(t["name"], g["group"], q["queue"])] = CAUGHT_UP
 
     # ---- rates -----------------------------------------------------------------------
 
