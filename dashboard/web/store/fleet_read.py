@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 import redis
 from django import forms
 from django.core.paginator import Paginator
-from django.db.models import F, QuerySet, Sum
+from django.db.models import F, Q, QuerySet, Sum
 from redis.exceptions import LockError
 
 from lockstep.dashboard.web.store.fleet import STAMP, WRITER_KEY, FleetWriter
@@ -199,10 +199,13 @@ def table(view: TableView) -> dict[str, Any]:
 
 def worst(limit: int = WORST, **filters: str) -> list[dict[str, Any]]:
     """The queues that need a look, worst first: stuck ones (longest stuck first), then
-    the rest by time lag; queues with nothing wrong and no time lag are left out."""
-    rows = QueueStatus.objects.filter(**filters).exclude(severity=0, time_lag_s__lte=0)
+    the rest by time lag, then by lag; a queue that is neither stuck nor behind is left
+    out."""
+    rows = QueueStatus.objects.filter(**filters).filter(
+        ~Q(stuck="") | Q(time_lag_s__gt=0) | Q(lag__gt=0)
+    )
     ordered = rows.order_by(
-        "-severity", F("stuck_since_ms").asc(nulls_last=True), "-time_lag_s", *TIEBREAK
+        F("stuck_since_ms").asc(nulls_last=True), "-time_lag_s", "-lag", *TIEBREAK
     )
     now_ms = stamp()["refreshed_ms"]
     return [row_dict(r, now_ms) for r in ordered[:limit]]
