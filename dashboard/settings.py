@@ -366,6 +366,10 @@ LOCKSTEP_SPARK_CONF = spark_conf(env_str("LOCKSTEP_SPARK_CONF", ""))
 # /metrics answers only requests with "Authorization: Bearer <this>" when set; in
 # production it is required (without it /metrics answers 403 and says so).
 LOCKSTEP_METRICS_TOKEN = env_str("LOCKSTEP_METRICS_TOKEN", "").strip()
+# What /metrics shows per (topic, group, queue): "queue" (every queue's series, about
+# 10 per pair) or "group" (per (topic, group) aggregates only, for fleets whose per-queue
+# series a Prometheus should not store); deploy/prometheus/README.md, "Detail".
+LOCKSTEP_METRICS_DETAIL = env_choice("LOCKSTEP_METRICS_DETAIL", "queue", ("queue", "group"))
 
 # ---- alerts (docs/alerts.md) -------------------------------------------------------------
 # How often the rules run over the live state; an alert is raised within about two ticks

@@ -1,4 +1,4 @@
-"""``GET /metrics``: the Prometheus text exposition format, rendered by ``prometheus_client``.
+"""``GET /metrics``: the Prometheus text exposition format.
 
 No login (scrapers do not carry sessions) but a bearer token: with
 ``LOCKSTEP_METRICS_TOKEN`` set, only ``Authorization: Bearer <token>`` is answered (401
@@ -8,13 +8,22 @@ group and queue names by accident. In development without a token it is open, as
 
 Each scrape reads the fleet state (``web.store.fleet_read``: the rows the ingester keeps
 current, or a sweep of Redis first when no ingester is live), the consumers' cards and
-the ``EventCounter`` table: a few queries, no read of every queue from Redis. A
-``LockstepCollector`` turns that reading into metric families in a private
-``CollectorRegistry`` (never the process-wide default one, so nothing else leaks in and
-nothing outlives the request), after which come the
-families other apps register with ``web.metrics`` (the unresolved alerts). With Redis
+the ``EventCounter`` table: a few queries, no read of every queue from Redis.
+``LOCKSTEP_METRICS_DETAIL`` says how fine: ``queue`` (the default) gives every
+(topic, group, queue) its series; ``group`` gives per (topic, group) aggregates only, under
+the same metric names without the ``queue`` label (amounts summed, ages and the stuck
+flag their worst queue, as the fleet writer keeps them in ``GroupStatus``) plus a few
+``lockstep_group_*`` series (deploy/prometheus/README.md, "Detail"). With Redis
 unreachable the answer is a 503 with one line of text, so Prometheus records ``up == 0``
 instead of a half-empty page.
+
+The monitor's own families are written here, straight from the rows the database
+returns; the families other apps register with ``web.metrics`` (the unresolved alerts)
+follow, rendered by ``prometheus_client``. Why not all through ``prometheus_client``: at
+16,384 pairs the per-queue detail is ~170,000 samples, and its ``generate_latest``
+validates and escapes every label name of every sample (three per sample here), which
+alone took ~3 s of a 4 s scrape; writing a family's lines from label sets rendered once
+per row takes a tenth of that (docs/benchmarks.md §10).
 
 Counters are bumped by the ingester in the same transaction as the events they count,
 and event retention never lowers them, so they are monotonic as Prometheus requires
@@ -27,16 +36,16 @@ from __future__ import annotations
 import hmac
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
 
 import redis
 from django.conf import settings
+from django.db.models import Count, Q, Sum
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from lockstep.dashboard.web.metrics import feature_collectors
 from lockstep.dashboard.web.redis_conn import get_redis
@@ -48,43 +57,132 @@ from lockstep.dashboard.web.store.models import (
     TopicStatus,
 )
 from lockstep.workers import keys
-from lockstep.workers.inspect import LiveConsumer, registered_consumers
+from lockstep.workers.inspect import registered_consumers
 from lockstep.workers.inspect.consumers import heartbeat_timeout
 from lockstep.workers.refs import QueueRef
 
 log = logging.getLogger(__name__)
 
-QUEUE_LABELS = ("topic", "group", "queue")
+QUEUE, GROUP = "queue", "group"
 
-# (metric, help, field of a group's state); all labelled topic/group/queue.
-GROUP_GAUGES = (
-    (
+
+class Gauge(NamedTuple):
+    """A per-queue gauge: its metric, help, the ``QueueStatus`` column it shows and the
+    ``GroupStatus`` column that aggregates it over a group's queues, shown under group
+    detail (``None``: no meaningful aggregate, not shown). ``flag``: shown as 1 where
+    the column is not empty or 0, else 0."""
+
+    metric: str
+    help: str
+    column: str
+    group_column: str | None
+    flag: bool = False
+
+
+# Labelled topic, group, queue under queue detail; topic, group under group detail, where
+# amounts are the group's sums and ages and the stuck flag its worst queue's, as the
+# fleet writer keeps them in GroupStatus.
+QUEUE_GAUGES = (
+    Gauge(
         "lockstep_queue_lag_messages",
-        "Messages behind: max offset - committed - completed above it + parked.",
+        "Messages behind: max offset - committed - completed above it + parked "
+        "(group detail: summed over the group's queues).",
+        "lag",
         "lag",
     ),
-    (
+    Gauge(
         "lockstep_queue_lag_seconds",
-        "Seconds since the oldest unconsumed (or parked) message was produced; 0 when caught up.",
+        "Seconds since the oldest unconsumed (or parked) message was produced; 0 when "
+        "caught up (group detail: the group's worst queue).",
         "time_lag_s",
+        "max_time_lag_s",
     ),
-    (
+    Gauge(
         "lockstep_queue_committed_offset",
-        "Committed offset (low-water mark): every offset below it is done.",
+        "Committed offset (low-water mark): every offset below it is done (queue detail "
+        "only: see lockstep_group_handled_messages).",
         "committed_offset",
+        None,
     ),
-    (
+    Gauge(
         "lockstep_queue_parked_messages",
-        "Messages parked behind held keys (after_dlq=hold).",
+        "Messages parked behind held keys (after_dlq=hold; group detail: summed).",
+        "parked",
         "parked",
     ),
-    ("lockstep_queue_lock_token", "Fencing token of the queue's latest lock grant.", "token"),
-    (
+    Gauge(
+        "lockstep_queue_lock_token",
+        "Fencing token of the queue's latest lock grant (queue detail only).",
+        "token",
+        None,
+    ),
+    Gauge(
         "lockstep_queue_held_keys",
-        "Keys held behind their dead letter (after_dlq=hold); their later messages are parked.",
+        "Keys held behind their dead letter (after_dlq=hold); their later messages are "
+        "parked (group detail: summed).",
+        "held_keys",
         "held_keys",
     ),
+    Gauge(
+        "lockstep_queue_owned",
+        "1 while a consumer holds a live lock on the queue for the group, else 0 "
+        "(queue detail only: see lockstep_group_queues_owned).",
+        "owner",
+        None,
+        flag=True,
+    ),
+    Gauge(
+        "lockstep_queue_stuck",
+        "1 while the queue is stuck for the group (docs/stuck.md: work waiting and no "
+        "progress for LOCKSTEP_STUCK_AFTER_SECONDS, any reason), else 0 (group detail: "
+        "1 while any queue of the group is).",
+        "stuck",
+        "stuck",
+        flag=True,
+    ),
+    Gauge(
+        "lockstep_queue_blocked_keys",
+        "Keys blocked by a failing message, as the lock owner reports (key ordering; "
+        "0 under queue ordering or without a live owner; group detail: summed).",
+        "blocked_count",
+        "blocked_keys",
+    ),
+    Gauge(
+        "lockstep_dead_letters_waiting",
+        "Dead letters waiting in the group's dead-letter stream of the queue "
+        "(not yet replayed or discarded; group detail: summed).",
+        "dead_letters",
+        "dead_letters",
+    ),
 )
+# Group detail only, labelled topic, group: what the per-queue gauges without a group
+# aggregate told. (metric, help, GroupStatus column or one of GROUP_COUNTS.)
+GROUP_GAUGES = (
+    ("lockstep_group_queues", "Queues of the topic the group reads.", "queues"),
+    (
+        "lockstep_group_queues_owned",
+        "Queues a live consumer of the group holds the lock on.",
+        "owned",
+    ),
+    ("lockstep_group_queues_stuck", "Queues stuck for the group (docs/stuck.md).", "stuck_queues"),
+    (
+        "lockstep_group_unowned_lag_messages",
+        "Messages behind in the group's queues whose lock nobody holds.",
+        "unowned_lag",
+    ),
+    (
+        "lockstep_group_handled_messages",
+        "Messages the group has handled over all its queues (max offset - lag, summed): "
+        "it grows while the group makes progress.",
+        "handled",
+    ),
+)
+# Per-group values GroupStatus does not keep, each a query of the few QueueStatus rows it
+# concerns (through their index: stuck ones, unowned ones), never of every row.
+GROUP_COUNTS: dict[str, tuple[Q, Any]] = {
+    "stuck_queues": (Q(severity=2), Count("id")),
+    "unowned_lag": (Q(owner="", lag__gt=0), Sum("lag")),
+}
 # (counter name in EventCounter, metric, help).
 COUNTERS = (
     (
@@ -122,117 +220,160 @@ COUNTERS = (
 # The ingester's own counters: one series each, without labels.
 UNLABELLED_COUNTERS = ("events_lost", "event_stream_gaps")
 
+Number = int | float
+# The columns of fleet state whose values are floats (the others are integers or text).
+FLOAT_COLUMNS = frozenset({"time_lag_s", "max_time_lag_s"})
 
-@dataclass(frozen=True)
-class Reading:
-    """Everything one scrape shows, read once: the fleet state's rows (``QueueStatus``,
-    one per (topic, group, queue); ``stuck`` is docs/stuck.md's one definition), the max
-    offset of every queue, the known (topic, group) pairs, the registered consumer cards
-    (live or silent: ``heartbeat_age_s`` above ``heartbeat_timeout_s``) and the
-    counters."""
-
-    rows: list[QueueStatus]
-    max_offsets: dict[QueueRef, int]
-    groups: list[tuple[str, str]]
-    consumers: list[LiveConsumer]
-    heartbeat_timeout_s: float
-    counters: list[EventCounter]
+MAX_OFFSET = "lockstep_queue_max_offset"
+MAX_OFFSET_HELP = (
+    "Next offset to be produced in the queue (a property of the queue, so labelled topic "
+    "and queue only; group detail: summed over the topic's queues, labelled topic, as of "
+    "the fleet writer's last sweep)."
+)
 
 
-def read_state(client: redis.Redis) -> Reading:
-    """The read behind one scrape: the fleet state (``web.store.fleet_read``; swept
-    first when no ingester keeps it), the consumers' cards and the counters. Raises
-    ``redis.RedisError`` when Redis fails."""
+class Family(NamedTuple):
+    """One metric family as written: its name (a counter's with ``_total``), help, type
+    and samples, each a label set already rendered (``{topic="…",…}``, or "") and a
+    value. ``floats``: some values are floats (written as prometheus_client writes them;
+    integers are written as they are)."""
+
+    name: str
+    help: str
+    type: str
+    samples: Sequence[tuple[str, Number]]
+    floats: bool = False
+
+
+# ---- reading -----------------------------------------------------------------------------
+
+
+def lockstep_families(client: redis.Redis, detail: str) -> list[Family]:
+    """The monitor's families at ``detail`` (``queue`` or ``group``): the fleet state
+    (swept first when no ingester keeps it), the consumers' cards and the counters.
+    Raises ``redis.RedisError`` when Redis fails."""
     fleet_read.ensure_fresh(client)
-    rows = list(QueueStatus.objects.order_by("topic", "group", "queue"))
-    max_offsets = {QueueRef(r.topic, r.queue): r.max_offset for r in rows}
-    groupless = list(TopicStatus.objects.filter(groups=0).order_by("name"))
-    if groupless:
-        max_offsets |= _max_offsets(client, groupless)
-    return Reading(
-        rows=rows,
-        max_offsets=dict(sorted(max_offsets.items())),
-        groups=list(GroupStatus.objects.order_by("topic", "group").values_list("topic", "group")),
-        consumers=registered_consumers(client),
-        heartbeat_timeout_s=heartbeat_timeout(),
-        counters=list(EventCounter.objects.order_by("name", "topic", "group", "queue")),
+    if detail == QUEUE:
+        gauges, max_offsets = queue_families(client)
+    else:
+        gauges, max_offsets = group_families()
+    return [
+        *gauges,
+        max_offsets,
+        *consumer_families(client),
+        *counter_families(per_queue=detail == QUEUE),
+        detail_family(detail),
+    ]
+
+
+def queue_families(client: redis.Redis) -> tuple[list[Family], Family]:
+    """Every ``QUEUE_GAUGES`` gauge of every (topic, group, queue) of the fleet state,
+    0 included (an absent series never stands for 0), ordered by topic, group, queue;
+    and the max offset of every queue. One query, of the columns shown only."""
+    rows = list(
+        QueueStatus.objects.order_by("topic", "group", "queue").values_list(
+            "topic", "group", "queue", "max_offset", *(g.column for g in QUEUE_GAUGES)
+        )
     )
+    labels = _Labels()
+    label_sets = [labels.pair(topic, group, queue) for topic, group, queue, *_ in rows]
+    families = [
+        _gauge_family(gauge, label_sets, rows, i, gauge.column)
+        for i, gauge in enumerate(QUEUE_GAUGES, start=4)
+    ]
+    # A property of the queue, the same in each group's row.
+    offsets = {(row[0], row[2]): row[3] for row in rows}
+    groupless = list(TopicStatus.objects.filter(groups=0))
+    if groupless:
+        offsets |= _max_offsets(client, groupless)
+    samples = [(labels.queue(topic, queue), v) for (topic, queue), v in sorted(offsets.items())]
+    return families, Family(MAX_OFFSET, MAX_OFFSET_HELP, "gauge", samples)
 
 
-def _max_offsets(client: redis.Redis, topics: list[TopicStatus]) -> dict[QueueRef, int]:
-    """The max offsets of topics no group reads (the fleet state has no row of them)."""
+def group_families() -> tuple[list[Family], Family]:
+    """Per (topic, group), as the fleet writer keeps them (``GroupStatus``): the
+    ``QUEUE_GAUGES`` that have a group aggregate, under their names without the queue
+    label, and the ``GROUP_GAUGES``; and the max offsets of each topic's queues summed,
+    as the writer's last sweep read them (``TopicStatus.produced``)."""
+    rows = group_rows()
+    labels = _Labels()
+    label_sets = [labels.group(row["topic"], row["group"]) for row in rows]
+    families = [
+        _gauge_family(gauge, label_sets, rows, gauge.group_column, gauge.group_column)
+        for gauge in QUEUE_GAUGES
+        if gauge.group_column is not None
+    ]
+    families += [
+        _gauge_family(Gauge(metric, text, column, column), label_sets, rows, column, column)
+        for metric, text, column in GROUP_GAUGES
+    ]
+    produced = TopicStatus.objects.order_by("name").values_list("name", "produced")
+    samples = [(labels.topic(name), value) for name, value in produced]
+    return families, Family(MAX_OFFSET, MAX_OFFSET_HELP, "gauge", samples)
+
+
+def group_rows() -> list[dict[str, Any]]:
+    """The ``GroupStatus`` rows by topic and group, each with the ``GROUP_COUNTS`` too:
+    a query of the groups and one of the queues each count concerns, never of every
+    queue's row (unless every queue is unowned and behind)."""
+    counts = set(GROUP_COUNTS)
+    columns = {g.group_column for g in QUEUE_GAUGES} | {c for _, _, c in GROUP_GAUGES}
+    kept = sorted(c for c in columns if c is not None and c not in counts)
+    rows = list(GroupStatus.objects.order_by("topic", "group").values("topic", "group", *kept))
+    for name, (where, aggregate) in GROUP_COUNTS.items():
+        found = {
+            (topic, group): value
+            for topic, group, value in QueueStatus.objects.filter(where)
+            .values("topic", "group")
+            .annotate(value=aggregate)
+            .order_by()
+            .values_list("topic", "group", "value")
+        }
+        for row in rows:
+            row[name] = found.get((row["topic"], row["group"]), 0)
+    return rows
+
+
+def _gauge_family(
+    gauge: Gauge, label_sets: list[str], rows: Sequence[Any], key: Any, column: str
+) -> Family:
+    """``gauge``'s family of one sample per row (``row[key]``, as a 0/1 flag if the
+    gauge is one); ``column`` names what is shown (floats: the time lags)."""
+    pairs = zip(label_sets, rows, strict=True)
+    if gauge.flag:
+        samples: list[tuple[str, Number]] = [(s, 1 if row[key] else 0) for s, row in pairs]
+    else:
+        samples = [(s, row[key]) for s, row in pairs]
+    floats = column in FLOAT_COLUMNS
+    return Family(gauge.metric, gauge.help, "gauge", samples, floats)
+
+
+def _max_offsets(client: redis.Redis, topics: list[TopicStatus]) -> dict[tuple[str, int], int]:
+    """The max offsets of topics no group reads (the fleet state has no row of them),
+    by (topic, queue)."""
     refs = [QueueRef(t.name, q) for t in topics for q in range(t.queue_count)]
     pipe = client.pipeline(transaction=False)
     for ref in refs:
         pipe.get(keys.sequence(ref))
-    return {ref: int(v or 0) for ref, v in zip(refs, pipe.execute(), strict=True)}
+    return {
+        (ref.topic, ref.queue): int(v or 0) for ref, v in zip(refs, pipe.execute(), strict=True)
+    }
 
 
-class LockstepCollector(Collector):
-    """The metric families of one ``Reading``."""
-
-    def __init__(self, reading: Reading) -> None:
-        self.reading = reading
-
-    def collect(self) -> Iterator[Metric]:
-        yield from queue_families(self.reading)
-        yield from consumer_families(self.reading)
-        yield from counter_families(self.reading.counters)
-
-
-def _gauge(name: str, text: str, labels: Iterable[str] = QUEUE_LABELS) -> GaugeMetricFamily:
-    return GaugeMetricFamily(name, text, labels=list(labels))
-
-
-def queue_families(reading: Reading) -> list[Metric]:
-    gauges = [_gauge(name, text) for name, text, _ in GROUP_GAUGES]
-    owned = _gauge(
-        "lockstep_queue_owned",
-        "1 while a consumer holds a live lock on the queue for the group, else 0.",
-    )
-    stuck = _gauge(
-        "lockstep_queue_stuck",
-        "1 while the queue is stuck for the group (docs/stuck.md: work waiting and no "
-        "progress for LOCKSTEP_STUCK_AFTER_SECONDS, any reason), else 0.",
-    )
-    blocked = _gauge(
-        "lockstep_queue_blocked_keys",
-        "Keys blocked by a failing message, as the lock owner reports (key ordering; "
-        "0 under queue ordering or without a live owner).",
-    )
-    dead = _gauge(
-        "lockstep_dead_letters_waiting",
-        "Dead letters waiting in the group's dead-letter stream of the queue "
-        "(not yet replayed or discarded).",
-    )
-    max_offset = _gauge(
-        "lockstep_queue_max_offset",
-        "Next offset to be produced in the queue (a property of the queue, "
-        "so labelled topic and queue only).",
-        labels=("topic", "queue"),
-    )
-    for ref, value in reading.max_offsets.items():
-        max_offset.add_metric([ref.topic, str(ref.queue)], value)
-    for row in reading.rows:
-        labels = [row.topic, row.group, str(row.queue)]
-        for family, (_, _, name) in zip(gauges, GROUP_GAUGES, strict=True):
-            family.add_metric(labels, getattr(row, name))
-        owned.add_metric(labels, 1 if row.owner else 0)
-        stuck.add_metric(labels, 1 if row.stuck else 0)
-        blocked.add_metric(labels, row.blocked_count)
-        dead.add_metric(labels, row.dead_letters)
-    return [*gauges, owned, stuck, blocked, dead, max_offset]
-
-
-def consumer_families(reading: Reading) -> list[Metric]:
+def consumer_families(client: redis.Redis) -> list[Family]:
+    """Live and silent (heartbeat older than the heartbeat timeout, card not expired)
+    consumer processes per (topic, group) they subscribe to; 0 for known groups with
+    nobody."""
+    timeout_s = heartbeat_timeout()
     live: Counter[tuple[str, str]] = Counter()
     silent: Counter[tuple[str, str]] = Counter()
-    for card in reading.consumers:
-        tally = live if card["heartbeat_age_s"] <= reading.heartbeat_timeout_s else silent
+    for card in registered_consumers(client):
+        tally = live if card["heartbeat_age_s"] <= timeout_s else silent
         for where in {(sub["topic"], sub["group"]) for sub in card["subscriptions"]}:
             tally[where] += 1
-    known = set(reading.groups)
-    families: list[Metric] = []
+    known = set(GroupStatus.objects.values_list("topic", "group"))
+    labels = _Labels()
+    families: list[Family] = []
     for name, text, tally in (
         (
             "lockstep_consumers",
@@ -246,43 +387,121 @@ def consumer_families(reading: Reading) -> list[Metric]:
             silent,
         ),
     ):
-        family = _gauge(name, text, labels=("topic", "group"))
         # Known groups with nobody (live or silent): 0, not absent.
-        for topic, group in sorted(known | set(tally)):
-            family.add_metric([topic, group], tally.get((topic, group), 0))
-        families.append(family)
+        samples: list[tuple[str, Number]] = [
+            (labels.group(topic, group), tally.get((topic, group), 0))
+            for topic, group in sorted(known | set(tally))
+        ]
+        families.append(Family(name, text, "gauge", samples))
     return families
 
 
-def counter_families(rows: Iterable[EventCounter]) -> list[Metric]:
-    series: dict[str, list[EventCounter]] = defaultdict(list)
-    for row in rows:
-        series[row.name].append(row)
-    families: list[Metric] = []
-    for name, metric, text in COUNTERS:
-        # Samples added one by one: the unlabelled counters have no labels, the others
-        # (topic, group, queue), and a family's label names are fixed per sample only.
-        family = CounterMetricFamily(metric, text)
-        if name in UNLABELLED_COUNTERS and not series.get(name):
-            family.add_sample(metric, {}, 0)  # a series from the start: increase() sees it
-        for row in series.get(name, []):
-            if not (row.topic or row.group) and row.queue < 0:
-                family.add_sample(metric, {}, row.value)
+def counter_families(*, per_queue: bool) -> list[Family]:
+    """The ``EventCounter`` rows as counters: per (topic, group, queue), or under group
+    detail summed per (topic, group) in the database (a sum of counters that only grow
+    only grows). Counts that name no queue have ``queue=""``; the ingester's own
+    (``UNLABELLED_COUNTERS``) have no labels and a series from the start."""
+    labels = _Labels()
+    series: dict[str, list[tuple[str, Number]]] = defaultdict(list)
+    if per_queue:
+        rows = EventCounter.objects.order_by("name", "topic", "group", "queue").values_list(
+            "name", "topic", "group", "queue", "value"
+        )
+        for name, topic, group, queue, value in rows:
+            if not (topic or group) and queue < 0:
+                series[name].append(("", value))
             else:
-                queue = "" if row.queue < 0 else str(row.queue)
-                labels = {"topic": row.topic, "group": row.group, "queue": queue}
-                family.add_sample(metric, labels, row.value)
-        families.append(family)
+                series[name].append((labels.pair(topic, group, queue), value))
+    else:
+        totals = (
+            EventCounter.objects.values("name", "topic", "group")
+            .annotate(total=Sum("value"))
+            .order_by("name", "topic", "group")
+            .values_list("name", "topic", "group", "total")
+        )
+        for name, topic, group, value in totals:
+            series[name].append((labels.group(topic, group) if topic or group else "", value))
+    families = []
+    for name, metric, text in COUNTERS:
+        samples = series.get(name, [])
+        if name in UNLABELLED_COUNTERS and not samples:
+            samples = [("", 0)]  # a series from the start: increase() sees it
+        families.append(Family(metric, text, "counter", samples))
     return families
 
 
-def render_metrics(client: redis.Redis) -> bytes:
-    """The exposition of one live read. Raises ``redis.RedisError`` when Redis fails."""
+def detail_family(detail: str) -> Family:
+    """Which detail the scrape has, for rules and dashboards that read either."""
+    return Family(
+        "lockstep_metrics_detail",
+        "1, labelled with the detail of these metrics (LOCKSTEP_METRICS_DETAIL): queue "
+        "(per topic, group and queue) or group (per topic and group).",
+        "gauge",
+        [(f'{{detail="{detail}"}}', 1)],
+    )
+
+
+# ---- writing ----------------------------------------------------------------------------
+
+
+class _Labels:
+    """Label sets as the text format writes them, each label value escaped once per
+    scrape however many samples carry it."""
+
+    def __init__(self) -> None:
+        self._escaped: dict[str, str] = {}
+        self._pairs: dict[tuple[str, str], str] = {}
+
+    def _esc(self, value: str) -> str:
+        found = self._escaped.get(value)
+        if found is None:
+            found = self._escaped[value] = (
+                value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+            )
+        return found
+
+    def pair(self, topic: str, group: str, queue: int) -> str:
+        """``queue=""`` for a negative queue (a count that names none)."""
+        prefix = self._pairs.get((topic, group))
+        if prefix is None:
+            prefix = self._pairs[topic, group] = self.group(topic, group)[:-1] + ',queue="'
+        return f'{prefix}{queue}"}}' if queue >= 0 else f'{prefix}"}}'
+
+    def group(self, topic: str, group: str) -> str:
+        return f'{{topic="{self._esc(topic)}",group="{self._esc(group)}"}}'
+
+    def queue(self, topic: str, queue: int) -> str:
+        return f'{{topic="{self._esc(topic)}",queue="{queue}"}}'
+
+    def topic(self, topic: str) -> str:
+        return f'{{topic="{self._esc(topic)}"}}'
+
+
+def exposition(families: Iterable[Family]) -> str:
+    """The Prometheus text format (0.0.4) of ``families``: HELP and TYPE, then the
+    samples of each family together. Integers are written as they are (the format reads
+    any float), floats as prometheus_client writes them (Go's notation, +Inf, NaN)."""
+    out: list[str] = []
+    for family in families:
+        name = family.name
+        text = family.help.replace("\\", "\\\\").replace("\n", "\\n")
+        out.append(f"# HELP {name} {text}\n# TYPE {name} {family.type}\n")
+        if family.floats:
+            out.extend([f"{name}{labels} {floatToGoString(v)}\n" for labels, v in family.samples])
+        else:
+            out.extend([f"{name}{labels} {v}\n" for labels, v in family.samples])
+    return "".join(out)
+
+
+def render_metrics(client: redis.Redis, detail: str | None = None) -> bytes:
+    """The exposition of one live read at ``detail`` (``LOCKSTEP_METRICS_DETAIL`` when
+    None): the monitor's families, then those of ``web.metrics``. Raises
+    ``redis.RedisError`` when Redis fails."""
+    own = exposition(lockstep_families(client, detail or settings.LOCKSTEP_METRICS_DETAIL))
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(LockstepCollector(read_state(client)))
     for collector in feature_collectors():
         registry.register(collector)
-    return generate_latest(registry)
+    return own.encode() + generate_latest(registry)
 
 
 def refuse_scrape(request: HttpRequest) -> HttpResponse | None:
