@@ -65,8 +65,11 @@ def overview_data(view: fleet_read.TableView) -> dict[str, Any]:
 
 
 def row_id(row: dict[str, Any]) -> str:
-    """A row's id in socket messages: its (topic, group, queue) as JSON."""
-    return json.dumps([row["topic"], row["group"], row["queue"]])
+    """A row's id in socket messages: its (topic, group, queue) as compact JSON, exactly as
+    the page's ``JSON.stringify`` writes it (overview.js makes the ids of the rows it
+    rendered and of the JSON view's rows itself, and matches them against these)."""
+    triple = [row["topic"], row["group"], row["queue"]]
+    return json.dumps(triple, separators=(",", ":"), ensure_ascii=False)
 
 
 def compact(row: dict[str, Any], *, why: bool = False) -> dict[str, Any]:

@@ -18,7 +18,7 @@ window.lockstepPageChecks = {
     if (root.scrollWidth > window.innerWidth + 1) {
       problems.push("the page is wider than the window: " + root.scrollWidth);
     }
-    const boxes = "main .panel, main section.topic, main .card, main .figure, main .alerts, main table";
+    const boxes = "main .panel, main .card, main .figure, main .alerts, main table";
     for (const box of document.querySelectorAll(boxes)) {
       if (box.closest("[hidden]") || box.getClientRects().length === 0) continue;
       if (box.scrollWidth > box.clientWidth + 1) {
@@ -31,7 +31,7 @@ window.lockstepPageChecks = {
       if (th.getClientRects().length === 0) continue;
       const label = JSON.stringify(th.textContent.trim());
       if (th.scrollWidth > th.clientWidth + 1) problems.push("header cut: " + label);
-      const box = th.closest(".panel, section.topic, .card, .figure");
+      const box = th.closest(".panel, .card, .figure");
       if (!box) continue;
       const edge = box.getBoundingClientRect().left + box.clientLeft + box.clientWidth;
       if (th.getBoundingClientRect().right > edge + 1) problems.push("header cut off by its panel: " + label);
@@ -83,7 +83,7 @@ window.lockstepPageChecks = {
     };
     const body = getComputedStyle(document.body);
     const out = { bg: lum(body.backgroundColor), fg: lum(body.color), body: contrast(body.color, body.backgroundColor) };
-    const panel = document.querySelector("main .panel, main section.topic, main .card");
+    const panel = document.querySelector("main .panel, main .card");
     if (panel) {
       const s = getComputedStyle(panel);
       out.panel = contrast(s.color, s.backgroundColor);

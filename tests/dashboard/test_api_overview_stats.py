@@ -1,5 +1,6 @@
-"""GET /api/v1/overview "stats": rates in and out, retries, dead letters and stuck queues,
-on a hand-computed history and on what the real runtime leaves behind."""
+"""GET /api/v1/overview's numbers beyond the rows: rates in and out (between two readings
+of the fleet), retries, dead letters and stuck queues, on a hand-computed history and on
+what the real runtime leaves behind."""
 
 from __future__ import annotations
 
@@ -16,7 +17,13 @@ from lockstep.workers.config import Ordering
 from lockstep.workers.hashing import queue_for_key
 from lockstep.workers.refs import QueueRef
 from lockstep.workers.topics import register_group
-from tests.dashboard.helpers import produce
+from tests.dashboard.helpers import (
+    get_json,
+    group_rows,
+    overview_rows,
+    produce,
+    summary_group,
+)
 from tests.dashboard.scenarios import (
     FailOn,
     consuming,
@@ -31,11 +38,20 @@ from tests.support import probe_until
 pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
 
 
-def _stats(client: Client) -> dict[str, Any]:
-    response = client.get("/api/v1/overview")
-    assert response.status_code == 200
-    body: dict[str, Any] = response.json()
-    return body["stats"]
+def _overview(client: Client, query: str = "") -> dict[str, Any]:
+    return get_json(client, f"/api/v1/overview{query}")
+
+
+def _rates(overview: dict[str, Any]) -> dict[str, float | None]:
+    """``orders``' rate in and each group's rate out, by name."""
+    (topic,) = overview["summary"]["topics"]
+    out = {g["group"]: g["out_per_s"] for g in overview["summary"]["groups"]}
+    return {"in": topic["in_per_s"], **out}
+
+
+def _commit_to(r: redis.Redis, group: str, queue: int, committed: int) -> None:
+    """Move ``group``'s committed offset on ``queue`` as a consumer's commit would."""
+    r.hset(keys.offset(QueueRef("orders", queue), group), mapping={"committed": committed})
 
 
 def _sample(
@@ -58,21 +74,7 @@ def _sample(
     )
 
 
-def _commit(r: redis.Redis, ts: int, group: str, queue: int, first: int, last: int) -> None:
-    write_event(
-        r,
-        ev.OFFSET_COMMITTED,
-        ts,
-        topic="orders",
-        group=group,
-        queue=queue,
-        token=1,
-        consumer="c1",
-        details={"from_offset": first, "offset": last, "commits": last - first + 1},
-    )
-
-
-def test_it_computes_rates_retries_and_stuck_queues_from_the_history(
+def test_it_counts_retries_and_stuck_queues_from_the_history(
     client: Client, viewer: User, redis_client: redis.Redis, redis_url: str
 ) -> None:
     create_topic(redis_client, "orders", 2)
@@ -86,15 +88,6 @@ def test_it_computes_rates_retries_and_stuck_queues_from_the_history(
     # Queue 0, audit: behind only for the last 40 s -> not stuck yet.
     _sample(redis_client, now - 90_000, "audit", 0, 0, 0)
     _sample(redis_client, now - 40_000, "audit", 0, 5, 0)
-    # Queue 1: 30 messages produced between two samples 30 s apart -> 1.0/s in.
-    _sample(redis_client, now - 40_000, "mailer", 1, 10, 10)
-    _sample(redis_client, now - 10_000, "mailer", 1, 40, 40)
-    # mailer committed 10 before the window, 40 at its end: 30 messages in 60 s.
-    _commit(redis_client, now - 70_000, "mailer", 1, 1, 10)
-    _commit(redis_client, now - 30_000, "mailer", 1, 11, 25)
-    _commit(redis_client, now - 5_000, "mailer", 1, 26, 40)
-    # audit: no commit before the window; its first one moved 3..7, i.e. 5 messages.
-    _commit(redis_client, now - 20_000, "audit", 1, 3, 7)
     # Three failed attempts in the window, one before it.
     for age in (70, 20, 15, 10):
         write_event(
@@ -110,53 +103,79 @@ def test_it_computes_rates_retries_and_stuck_queues_from_the_history(
     ingest_all(redis_client)
     client.force_login(viewer)
 
-    stats = _stats(client)
+    overview = _overview(client)
+    stuck_rows = overview_rows(client, state="stuck")
 
-    assert stats["window_s"] == 60
-    assert stats["topics"] == [
-        {
-            "name": "orders",
-            "in_per_s": 1.0,
-            "groups": [
-                {
-                    "group": "audit",
-                    "out_per_s": 0.083,
-                    "retries_per_min": 0,
-                    "dead_letters": 0,
-                    "lag": 5,
-                    "stuck": 0,
-                },
-                {
-                    "group": "mailer",
-                    "out_per_s": 0.5,
-                    "retries_per_min": 3,
-                    "dead_letters": 0,
-                    "lag": 5,
-                    "stuck": 1,
-                },
-            ],
-        }
-    ]
-    (alert,) = stats["stuck"]
+    groups = {
+        g["group"]: {k: g[k] for k in ("retries_per_min", "dead_letters", "lag", "stuck")}
+        for g in overview["summary"]["groups"]
+    }
+    assert groups == {
+        "audit": {"retries_per_min": 0, "dead_letters": 0, "lag": 5, "stuck": 0},
+        "mailer": {"retries_per_min": 3, "dead_letters": 0, "lag": 5, "stuck": 1},
+    }
+    # The most stuck group leads the summary.
+    assert [g["group"] for g in overview["summary"]["groups"]] == ["mailer", "audit"]
+    assert overview["summary"]["totals"]["stuck"] == 1
+    (row,) = stuck_rows
     assert {
-        k: alert[k]
-        for k in ("topic", "group", "queue", "reason", "since_ms", "lag", "committed_offset")
+        k: row[k]
+        for k in ("topic", "group", "queue", "stuck", "stuck_since_ms", "lag", "committed_offset")
     } == {
         "topic": "orders",
         "group": "mailer",
         "queue": 0,
-        "reason": "unowned",
-        "since_ms": now - 90_000,
+        "stuck": "unowned",
+        "stuck_since_ms": now - 90_000,
         "lag": 5,
         "committed_offset": 0,
     }
-    assert alert["for_s"] >= 90
-    assert alert["why"].startswith(
+    assert row["stuck_why"].startswith(
         "queue 0: no consumer holds its lock, lag 5, committed offset 0 has not moved for 1 min"
     )
+    # The worst queues: the stuck one first; audit's queue 0 is behind, but not stuck yet.
+    worst = [(r["group"], r["queue"], r["stuck"]) for r in overview["worst"]]
+    assert worst[0] == ("mailer", 0, "unowned")
+    assert ("audit", 0, None) in worst[1:]
+    assert [w for w in worst[1:] if w[2] is not None] == []
+    assert overview["worst"][0]["stuck_why"] == row["stuck_why"]
 
 
-def test_it_has_no_rate_in_without_lag_samples(
+def test_it_computes_rates_in_and_out_between_two_readings_a_second_apart(
+    client: Client, viewer: User, redis_client: redis.Redis, redis_url: str
+) -> None:
+    create_topic(redis_client, "orders", 2)
+    register_group(redis_client, "orders", "mailer")
+    register_group(redis_client, "orders", "audit")
+    produce(redis_url, "orders", [key_on_queue(0, 2)] * 4)
+    client.force_login(viewer)
+
+    before = _overview(client)
+    # A rate needs two readings at least a second apart (Redis time).
+    probe_until(
+        lambda: redis_now_ms(redis_client),
+        lambda now: now >= before["swept_at_ms"] + 1000,
+        timeout=30,
+    )
+    # Ten produced (queue 0: 4 -> 10, queue 1: 0 -> 4); mailer handles nine, audit none.
+    produce(redis_url, "orders", [key_on_queue(0, 2)] * 6 + [key_on_queue(1, 2)] * 4)
+    _commit_to(redis_client, "mailer", 0, 7)
+    _commit_to(redis_client, "mailer", 1, 2)
+    after = _overview(client)
+
+    assert _rates(before) == {"in": None, "mailer": None, "audit": None}
+    elapsed_ms = after["swept_at_ms"] - before["swept_at_ms"]
+    assert elapsed_ms >= 1000
+    assert _rates(after) == {
+        "in": round(10 * 1000 / elapsed_ms, 3),
+        "mailer": round(9 * 1000 / elapsed_ms, 3),
+        "audit": 0.0,
+    }
+    lags = {g["group"]: g["lag"] for g in after["summary"]["groups"]}
+    assert lags == {"mailer": 14 - 9, "audit": 14}
+
+
+def test_it_has_no_rate_before_a_second_reading(
     client: Client, viewer: User, redis_client: redis.Redis, redis_url: str
 ) -> None:
     create_topic(redis_client, "orders", 2)
@@ -164,11 +183,15 @@ def test_it_has_no_rate_in_without_lag_samples(
     produce(redis_url, "orders", ["order-1"] * 3)
     client.force_login(viewer)
 
-    stats = _stats(client)
+    overview = _overview(client)
 
-    assert stats["topics"][0]["in_per_s"] is None
-    assert stats["topics"][0]["groups"][0]["out_per_s"] == 0.0
-    assert stats["stuck"] == []
+    assert _rates(overview) == {"in": None, "mailer": None}
+    assert summary_group(overview, "orders", "mailer")["lag"] == 3
+    assert overview_rows(client, state="stuck") == []
+    # Behind, so worth a look, but not stuck.
+    behind = queue_for_key("order-1", 2)
+    assert (behind, None) in [(r["queue"], r["stuck"]) for r in overview["worst"]]
+    assert [r for r in overview["worst"] if r["stuck"] is not None] == []
 
 
 def test_it_counts_the_dead_letters_and_retries_the_runtime_left(
@@ -184,15 +207,19 @@ def test_it_counts_the_dead_letters_and_retries_the_runtime_left(
     ingest_until(redis_client, ev.DEAD_LETTERED)
     client.force_login(viewer)
 
-    (group,) = _stats(client)["topics"][0]["groups"]
+    (group,) = _overview(client)["summary"]["groups"]
+    rows = group_rows(client, "orders", "mailer")
 
     assert group["dead_letters"] == 1
+    assert {q: r["dead_letters"] for q, r in rows.items()} == {
+        q: int(q == queue_for_key("order-poison", 2)) for q in range(2)
+    }
     # Attempt 1 failed (one consume_failed), attempt 2 reached the limit: dead-lettered.
     assert group["retries_per_min"] == 1
     assert group["lag"] == 0
 
 
-def test_it_raises_a_stuck_alert_for_a_key_blocked_too_long(
+def test_it_reports_a_key_blocked_too_long_as_stuck(
     client: Client, viewer: User, redis_client: redis.Redis, redis_url: str, settings: Any
 ) -> None:
     settings.LOCKSTEP_STUCK_AFTER_SECONDS = 0.5
@@ -200,6 +227,7 @@ def test_it_raises_a_stuck_alert_for_a_key_blocked_too_long(
     handler = FailOn("order-poison", error="card declined")
     poison, *_ = produce(redis_url, "orders", ["order-poison", "order-poison", "order-ok"])
     client.force_login(viewer)
+    blocked = f"queue {poison.queue}, key order-poison blocked at offset {poison.offset} for "
 
     with consuming(
         redis_url,
@@ -210,17 +238,22 @@ def test_it_raises_a_stuck_alert_for_a_key_blocked_too_long(
         retry_initial_ms=50,
         retry_max_ms=100,
     ):
-        stats = probe_until(
-            lambda: _stats(client), lambda s: any(a["reason"] == "blocked_key" for a in s["stuck"])
+        overview = probe_until(
+            lambda: _overview(client, "?state=stuck"),
+            lambda o: any(blocked in r["stuck_why"] for r in o["table"]["rows"]),
         )
+        group = get_json(client, "/api/v1/topics/orders/groups/mailer")
         assert handler.count() == 1, "the other key kept flowing"
 
-    (alert,) = [a for a in stats["stuck"] if a["reason"] == "blocked_key"]
-    assert (alert["topic"], alert["group"], alert["queue"]) == ("orders", "mailer", poison.queue)
-    assert (alert["key"], alert["offset"], alert["waiting"]) == ("order-poison", poison.offset, 1)
-    assert alert["retries"] >= 1
-    assert alert["for_s"] >= 0.5
-    assert "card declined" in alert["error"]
-    assert alert["why"].startswith(
-        f"queue {poison.queue}, key order-poison blocked at offset {poison.offset} for "
-    )
+    (row,) = overview["table"]["rows"]
+    assert (row["topic"], row["group"], row["queue"]) == ("orders", "mailer", poison.queue)
+    assert row["stuck"] == "blocked_key"
+    assert "card declined" in row["stuck_why"]
+    assert summary_group(overview, "orders", "mailer")["stuck"] >= 1
+    (entry,) = [a for a in group["stuck"] if a["reason"] == "blocked_key"]
+    assert (entry["topic"], entry["group"], entry["queue"]) == ("orders", "mailer", poison.queue)
+    assert (entry["key"], entry["offset"], entry["waiting"]) == ("order-poison", poison.offset, 1)
+    assert entry["retries"] >= 1
+    assert entry["for_s"] >= 0.5
+    assert "card declined" in entry["error"]
+    assert entry["why"].startswith(blocked)

@@ -18,7 +18,7 @@ from tests.dashboard.helpers import produce
 from tests.dashboard.scenarios import FailOn, consuming, ingest_until
 from tests.support import probe_until
 
-pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster, pytest.mark.on_postgres]
 
 URL = "/api/v1/topics/orders/queues/0"
 

@@ -40,7 +40,9 @@ def test_it_says_one_queue_and_one_message_of_one_key(
     overview = client.get("/").content.decode()
     group = client.get("/topics/orders/groups/billing").content.decode()
 
-    assert ">1 queue<" in overview
+    assert '<span data-total="queues" data-noun="queue-group">1 queue-group</span> in' in overview
+    assert '<span data-total="groups" data-noun="group">1 group</span> ·' in overview
+    assert "· 1 row</span>" in overview
     assert "1 message of 1 key<" in group
 
 

@@ -1,8 +1,8 @@
 """The operator pages in a real browser against the real stack (daphne, the ingester, a
 Redis, an in-process consumer of which one key always fails, headless Chromium): the
-overview moves and shows its stats, the queue page draws its chart and lock timeline and
-keeps them live, the event feed filters and pauses, and the group, consumers and lookup
-pages show what the runtime is doing.
+overview moves and shows its rates and worst queues, the queue page draws its chart and
+lock timeline and keeps them live, the event feed filters and pauses, and the group,
+consumers and lookup pages show what the runtime is doing.
 
 Screenshots land in ``test-artifacts/`` at the repository root (stable names)."""
 
@@ -100,7 +100,7 @@ def _at_least(page: Page, selector: str, attribute: str, minimum: float) -> None
     )
 
 
-def test_it_updates_the_overview_live_with_rates_grid_and_alerts(
+def test_it_updates_the_overview_live_with_rates_rows_and_worst_queues(
     page: Page, site: Site, redis_url: str
 ) -> None:
     page.goto(f"{site.url}/")
@@ -112,16 +112,33 @@ def test_it_updates_the_overview_live_with_rates_grid_and_alerts(
     produce(redis_url, "orders", [LIVE_KEY] * 4)
 
     _at_least(page, f"{row} td.committed", "data-value", 7)
-    # Stats come with the JSON view every few seconds: commits seen in the last minute.
-    _at_least(page, '.group-stats[data-group="mailer"]', "data-out", 0.01)
+    # The summary's rates come from the ingester's readings of the fleet, a few seconds
+    # apart: messages handled out, retries of the failing key.
+    summary = 'tr.summary-row[data-topic="orders"][data-group="mailer"]'
+    page.wait_for_function(
+        "(sel) => { const r = document.querySelector(sel);"
+        " return r !== null && /^[0-9.]+\\/s$/.test(r.cells[8].textContent)"
+        " && r.cells[9].textContent !== '0/min'; }",
+        arg=summary,
+    )
     navigations.assert_none()
-    cells = page.locator('section.topic[data-topic="orders"] .queue-grid .grid-cell')
-    assert cells.count() == QUEUES
-    # Queue 2 is stuck behind the failing key (its colour deepens with time), queue 0 idle.
-    assert page.get_attribute('.grid-cell[data-queue="2"]', "data-lag-level") != "none"
-    assert page.get_attribute('.grid-cell[data-queue="0"]', "data-lag-level") == "none"
-    assert page.get_attribute("#alerts", "data-count") == "0"
+    (mailer,) = page.request.get(f"{site.url}/api/v1/overview").json()["summary"]["groups"]
+    assert mailer["out_per_s"] > 0 and mailer["retries_per_min"] >= 1
+    rows = page.locator('#queue-rows tr.queue-row[data-topic="orders"][data-group="mailer"]')
+    assert rows.count() == QUEUES
+    # Queue 2 waits behind the failing key (its colour deepens with time), queue 0 idle.
+    assert page.get_attribute(_queue_row(2), "data-lag-level") != "none"
+    assert page.get_attribute(_queue_row(0), "data-lag-level") == "none"
+    # Queue 2 needs a look, but is not stuck yet (docs/stuck.md: no progress for 60 s).
+    page.wait_for_selector('#worst tr.worst-row[data-topic="orders"][data-queue="2"]')
+    assert page.get_attribute('#worst tr.worst-row[data-queue="2"]', "data-stuck") == ""
+    assert page.locator('#worst tr.worst-row[data-queue="0"]').count() == 0
+    assert page.locator("#worst tr.worst-row.stuck").count() == 0
     _shot(page, "overview.png")
+
+
+def _queue_row(queue: int) -> str:
+    return f'tr.queue-row[data-topic="orders"][data-group="mailer"][data-queue="{queue}"]'
 
 
 def test_it_draws_the_queue_chart_and_lock_timeline_and_keeps_them_live(

@@ -16,7 +16,7 @@ from django.test import Client
 
 from tests.dashboard.fleets import make_fleet
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_postgres]
 
 
 def _lag(topic: str, queue: int) -> int:

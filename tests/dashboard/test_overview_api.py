@@ -4,7 +4,6 @@ are the ones the runtime left in Redis."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import pytest
 import redis
@@ -12,29 +11,19 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from lockstep.workers import create_topic
-from tests.dashboard.helpers import per_queue, produce, running_consumer
+from tests.dashboard.helpers import (
+    get_json,
+    group_rows,
+    per_queue,
+    produce,
+    running_consumer,
+    summary_group,
+)
 from tests.support import probe_until
 
-pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster, pytest.mark.on_postgres]
 
 QUEUES = 8
-
-
-def _get_overview(client: Client) -> dict[str, Any]:
-    response = client.get("/api/v1/overview")
-    assert response.status_code == 200
-    body: dict[str, Any] = response.json()
-    return body
-
-
-def _rows(overview: dict[str, Any], topic: str, group: str) -> dict[int, dict[str, Any]]:
-    """queue -> that queue's state for ``group``, with the queue's max offset merged in."""
-    (found,) = [t for t in overview["topics"] if t["name"] == topic]
-    rows = {}
-    for q in found["queues"]:
-        (state,) = [g for g in q["groups"] if g["group"] == group]
-        rows[q["queue"]] = {**state, "max_offset": q["max_offset"]}
-    return rows
 
 
 def test_it_answers_an_anonymous_visitor_with_401_json(client: Client) -> None:
@@ -62,7 +51,9 @@ def test_it_shows_a_logged_in_user_the_page_with_the_live_script(
 
     assert response.status_code == 200
     html = response.content.decode()
-    assert 'data-topic="orders"' in html
+    # A topic without a consumer group is a line of the summary of its own.
+    assert '<tr class="summary-row no-group" data-topic="orders" data-group="">' in html
+    assert f"{QUEUES} queues, no consumer group yet" in html
     assert "monitor/overview.js" in html
     assert 'id="overview-data"' in html
 
@@ -78,13 +69,15 @@ def test_it_reports_owner_offsets_and_lag_as_the_runtime_left_them(
         probe_until(recorder.count, lambda n: n == len(first))
         consumed = per_queue(first)
         while_running = probe_until(
-            lambda: _rows(_get_overview(client), "orders", "mailer"),
+            lambda: group_rows(client, "orders", "mailer"),
             lambda rows: all(rows[q]["committed_offset"] == consumed[q] for q in range(QUEUES)),
         )
 
     assert recorder.count() == len(first)
+    assert sorted(while_running) == list(range(QUEUES))
     for q in range(QUEUES):
         assert while_running[q]["owner"] == consumer.consumer_id
+        assert while_running[q]["owner_live"] is True
         assert while_running[q]["token"] >= 1
         assert while_running[q]["committed_offset"] == consumed[q]
         assert while_running[q]["max_offset"] == consumed[q]
@@ -92,15 +85,19 @@ def test_it_reports_owner_offsets_and_lag_as_the_runtime_left_them(
 
     second = produce(redis_url, "orders", [f"order-{i}" for i in range(100, 110)])
     time.sleep(0.1)  # so the oldest unconsumed message is measurably old
-    overview = _get_overview(client)
-    after = _rows(overview, "orders", "mailer")
+    overview = get_json(client, "/api/v1/overview")
+    after = group_rows(client, "orders", "mailer")
 
     waiting = per_queue(second)
-    (topic,) = overview["topics"]
-    assert topic["queue_count"] == QUEUES
-    assert topic["groups"] == ["mailer"]
+    (topic,) = overview["summary"]["topics"]
+    assert (topic["name"], topic["queue_count"], topic["groups"]) == ("orders", QUEUES, 1)
+    assert overview["summary"]["group_count"] == 1
+    group = summary_group(overview, "orders", "mailer")
+    assert (group["queues"], group["owned"], group["owners"]) == (QUEUES, 0, 0)
+    assert group["lag"] == len(second)
     for q in range(QUEUES):
         assert after[q]["owner"] is None, "a stopped consumer releases its queues"
+        assert after[q]["owner_live"] is False
         assert after[q]["committed_offset"] == consumed[q]
         assert after[q]["max_offset"] == consumed[q] + waiting[q]
         assert after[q]["lag"] == waiting[q]

@@ -1,6 +1,6 @@
 """The overview page in a real browser against the real stack: daphne, the event ingester
 (both as subprocesses, as ``bin/run`` starts them), a Redis, an in-process consumer and
-headless Chromium. Numbers must change on screen without a reload; a lost hint or a lost
+headless Chromium. Numbers must change on screen without a reload; a lost message or a lost
 connection must be healed by re-reading the JSON view.
 
 Screenshots land in ``test-artifacts/`` at the repository root (stable names)."""
@@ -110,18 +110,27 @@ def test_it_renders_a_topic_created_after_the_page_loaded(
     page: Page, site: Site, redis_url: str
 ) -> None:
     navigations = Navigations(page)
-    assert page.query_selector('section.topic[data-topic="payments"]') is None
+    assert page.query_selector('tr.summary-row[data-topic="payments"]') is None
+    client = redis.Redis.from_url(redis_url)
 
-    create_topic(redis.Redis.from_url(redis_url), "payments", 2)
+    create_topic(client, "payments", 2)
+    # Nobody consumes "payments" yet: the summary names it, without a group.
+    alone = page.wait_for_selector('tr.summary-row.no-group[data-topic="payments"]')
+    assert alone is not None
+    assert "2 queues, no consumer group yet" in (alone.text_content() or "")
+    register_group(client, "payments", "settler")  # a group nobody consumes for
+    client.close()
     sent = produce(redis_url, "payments", ["p-1", "p-2", "p-3"])
 
-    # Nobody consumes "payments": its rows have no group, only max offsets.
+    # Its queues are rows of the table, with their max offsets.
     for queue in (0, 1):
         expected = sum(1 for r in sent if r.queue == queue)
-        selector = f"{_row(queue, group='', topic='payments')} td.max-offset"
+        selector = f"{_row(queue, group='settler', topic='payments')} td.max-offset"
         page.wait_for_selector(selector)
         _wait_for_number_at_least(page, selector, expected)
         assert _number(page, selector) == expected
+    page.wait_for_selector('tr.summary-row[data-topic="payments"][data-group="settler"]')
+    assert page.query_selector('tr.summary-row.no-group[data-topic="payments"]') is None
     navigations.assert_none()
     page.screenshot(path=str(ARTIFACTS / "overview-new-topic.png"), full_page=True)
 
@@ -142,24 +151,63 @@ def test_it_colours_queue_rows_by_lag(page: Page, site: Site, redis_url: str) ->
 
     assert _number(page, f"{behind} td.lag") == 1000
     assert "lag-high" in (page.get_attribute(behind, "class") or "")
-    total = page.get_attribute(
-        'section.topic[data-topic="audit-log"] .group-total[data-group="auditor"]', "data-lag"
-    )
-    assert total == "1001"
+    summary = 'tr.summary-row[data-topic="audit-log"][data-group="auditor"]'
+    page.wait_for_selector(summary)
+    assert page.get_attribute(summary, "data-lag") == "1001"
     page.screenshot(path=str(ARTIFACTS / "overview-lag.png"), full_page=True)
 
 
-def test_it_rereads_the_json_view_when_an_update_is_missing(page: Page, site: Site) -> None:
-    # Wait until the page has seen a numbered push, so the ingester's restart (its seq
-    # starts again at 1) is a gap, not the first push.
-    page.wait_for_function(f"Number({ROOT}.dataset.seq) > 1")
+def test_it_rereads_the_json_view_when_a_message_is_missing(
+    page: Page, site: Site, redis_url: str
+) -> None:
+    drop = {"next": False}  # drop the next message the server sends, once
+    dropped: list[str | bytes] = []
+
+    def proxy(socket: WebSocketRoute) -> None:
+        server = socket.connect_to_server()
+
+        def forward(message: str | bytes) -> None:
+            if drop["next"]:
+                drop["next"] = False
+                dropped.append(message)
+                return
+            socket.send(message)
+
+        server.on_message(forward)
+
+    page.route_web_socket("**/ws/overview/", proxy)
+    page.reload()
+    page.wait_for_selector("#live-status[data-state=live]")
+    page.wait_for_function(f"Number({ROOT}.dataset.seq) >= 1")
+    navigations = Navigations(page)
+
+    drop["next"] = True
+    (probe,) = produce(redis_url, "orders", ["order-lost"])
+
+    # The message after the lost one is a gap: the page reads the JSON view.
+    page.wait_for_function(f"{ROOT}.dataset.resyncReason === 'gap'")
+    _wait_for_number_at_least(page, f"{_row(probe.queue)} td.max-offset", probe.offset + 1)
+    assert len(dropped) == 1
+    assert page.get_attribute("#live-status", "data-state") == "live"
+    navigations.assert_none()
+
+
+def test_it_keeps_moving_across_an_ingester_restart_without_a_gap(
+    page: Page, site: Site, redis_url: str
+) -> None:
+    # The socket numbers its own messages: a new ingester's hints continue the sequence.
+    page.wait_for_function(f"Number({ROOT}.dataset.seq) >= 1")
     navigations = Navigations(page)
 
     site.stop("ingester")
+    seq_when_stopped = int(page.get_attribute("#overview", "data-seq") or 0)
     site.start("ingester")
+    (probe,) = produce(redis_url, "orders", ["order-restart"])
 
     # The new ingester starts Django before its first push: seconds, more under load.
-    page.wait_for_function(f"{ROOT}.dataset.resyncReason === 'gap'", timeout=60_000)
+    page.wait_for_function(f"Number({ROOT}.dataset.seq) > {seq_when_stopped + 1}", timeout=60_000)
+    _wait_for_number_at_least(page, f"{_row(probe.queue)} td.committed", probe.offset + 1)
+    assert page.get_attribute("#overview", "data-resync-reason") != "gap"
     assert page.get_attribute("#live-status", "data-state") == "live"
     navigations.assert_none()
 
@@ -190,8 +238,8 @@ def test_a_gap_seen_while_a_reread_is_in_flight_is_read_again(page: Page) -> Non
     page.route("**/api/v1/overview*", hold_reads)
 
     far = 1_000_000
-    socket.send(json.dumps({"type": "overview", "seq": far, "data": {}}))  # a gap: a read
-    socket.send(json.dumps({"type": "overview", "seq": far + 5, "data": {}}))  # another
+    socket.send(json.dumps({"type": "overview", "seq": far}))  # a gap: a read
+    socket.send(json.dumps({"type": "overview", "seq": far + 5}))  # another
     # A real push after them (a gap too), so the one read in flight is all the old code
     # had: nothing after the release would make it read again.
     page.wait_for_function(f"Number({ROOT}.dataset.seq) < {far}")

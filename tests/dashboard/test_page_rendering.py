@@ -14,11 +14,11 @@ from django.test import Client
 
 from lockstep.workers import create_topic
 from lockstep.workers import events as ev
-from tests.dashboard.helpers import produce
+from tests.dashboard.helpers import get_json, produce, row_id
 from tests.dashboard.scenarios import FailOn, consuming, ingest_until
 from tests.support import probe_until
 
-pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster]
+pytestmark = [pytest.mark.django_db, pytest.mark.on_cluster, pytest.mark.on_postgres]
 
 
 def _embedded(html: str, element_id: str) -> dict[str, Any]:
@@ -80,23 +80,32 @@ def test_it_renders_the_group_page_with_each_queue(
     assert "<code>c-1</code>" in html
 
 
-def test_it_keeps_the_overview_shape_and_adds_stats(
+def test_it_renders_the_overview_summary_worst_queues_and_table_with_the_socket_view(
     client: Client, viewer: User, redis_client: redis.Redis, redis_url: str
 ) -> None:
     create_topic(redis_client, "orders", 2)
     client.force_login(viewer)
     produce(redis_url, "orders", ["order-1"])
 
-    with consuming(redis_url, "orders", "mailer", FailOn()):
+    with consuming(redis_url, "orders", "mailer", FailOn(), consumer_id="c-1"):
         probe_until(
-            lambda: client.get("/api/v1/overview").json()["topics"][0]["groups"],
-            lambda groups: groups == ["mailer"],
+            lambda: get_json(client, "/api/v1/overview")["summary"]["groups"],
+            lambda groups: (
+                [(g["group"], g["owned"], g["lag"]) for g in groups] == [("mailer", 2, 0)]
+            ),
         )
         html = client.get("/").content.decode()
 
+    ids = [row_id("orders", "mailer", q) for q in (0, 1)]
     data = _embedded(html, "overview-data")
-    assert set(data) == {"generated_at_ms", "topics", "stats"}
-    assert set(data["topics"][0]) == {"name", "queue_count", "groups", "queues"}
-    assert data["stats"]["topics"][0]["groups"][0]["group"] == "mailer"
-    assert 'id="alerts"' in html and 'data-count="0"' in html
+    assert set(data) == {"generated_at_ms", "summary", "worst", "table", "rows", "order"}
+    assert data["order"] == ids and set(data["rows"]) == set(ids)
+    assert [(data["rows"][i]["owner"], data["rows"][i]["lag"]) for i in ids] == [("c-1", 0)] * 2
+    assert [(g["topic"], g["group"]) for g in data["summary"]["groups"]] == [("orders", "mailer")]
+    assert (data["table"]["total"], data["worst"]) == (2, [])
+    assert '<tr class="summary-row" data-topic="orders" data-group="mailer"' in html
+    for q in (0, 1):
+        assert f'data-topic="orders" data-group="mailer" data-queue="{q}"' in html
+    assert '<td class="owner mono" data-owner="c-1">c-1</td>' in html
+    assert '<p id="no-worst" class="none">No queue is stuck, unowned or behind.</p>' in html
     assert 'data-queue-url="/topics/TOPIC/queues/QUEUE"' in html

@@ -108,24 +108,29 @@ def test_it_says_no_live_consumer_everywhere_within_the_heartbeat_timeout(
     (g,) = queue["groups"]
     assert (g["owner"], g["lag"]) == ("c-doomed", 3), "the lock has not expired"
     overview = _get(client, "/api/v1/overview")
-    (stuck,) = overview["stats"]["stuck"]
-    assert {k: stuck[k] for k in ("topic", "group", "queue", "reason", "owner", "lag")} == {
+    (row,) = overview["table"]["rows"]
+    assert {k: row[k] for k in ("topic", "group", "queue", "stuck", "owner", "lag")} == {
         "topic": "orders",
         "group": "mailer",
         "queue": 0,
-        "reason": "no_live_consumer",
+        "stuck": "no_live_consumer",
         "owner": "c-doomed",
         "lag": 3,
     }
+    assert (row["state"], row["owner_live"]) == ("no_live_consumer", False)
     assert (
-        "the lock still names consumer c-doomed, which has sent no heartbeat for" in (stuck["why"])
+        "the lock still names consumer c-doomed, which has sent no heartbeat for"
+        in (row["stuck_why"])
     )
-    assert stuck["for_s"] >= HEARTBEAT_TIMEOUT_S
-    assert overview["stats"]["topics"][0]["groups"][0]["stuck"] == 1
-    assert overview["stats"]["owners_not_live"] == ["c-doomed"]
+    assert overview["generated_at_ms"] - row["stuck_since_ms"] >= HEARTBEAT_TIMEOUT_S * 1000
+    assert [(r["queue"], r["stuck"]) for r in overview["worst"]] == [(0, "no_live_consumer")]
+    (summary,) = overview["summary"]["groups"]
+    assert (summary["stuck"], summary["owned"], summary["owners"]) == (1, 0, 0)
     group = _get(client, GROUP_URL)
     assert [(r["queue"], r["state"]) for r in group["queues"]] == [(0, "no_live_consumer")]
-    assert [(a["queue"], a["reason"]) for a in group["stuck"]] == [(0, "no_live_consumer")]
+    (stuck,) = group["stuck"]
+    assert (stuck["queue"], stuck["reason"], stuck["owner"]) == (0, "no_live_consumer", "c-doomed")
+    assert stuck["for_s"] >= HEARTBEAT_TIMEOUT_S
     assert (group["totals"]["owned"], group["totals"]["stuck"], group["consumers"]) == (0, 1, [])
     assert _get(client, "/api/v1/consumers")["consumers"] == []
     page = client.get("/topics/orders/queues/0").content.decode()

@@ -198,7 +198,7 @@ def test_a_real_daphne_survives_the_abuse_and_still_sends_snapshots(site: Site) 
     snapshot = asyncio.run(_abuse_then_connect(site, cookie))
 
     assert snapshot["type"] == "overview" and snapshot["seq"] == 0
-    assert [t["name"] for t in snapshot["data"]["topics"]] == ["orders"]
+    assert [t["name"] for t in snapshot["summary"]["topics"]] == ["orders"]
     assert site.procs["web"].poll() is None
     log = site.log("web")
     assert "Traceback" not in log and "Exception inside application" not in log

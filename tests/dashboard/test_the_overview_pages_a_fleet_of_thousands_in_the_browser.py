@@ -75,7 +75,8 @@ def _frames(page: Page) -> list[int]:
 def _wait_for_the_whole_fleet(page: Page) -> None:
     """The ingester's first sweep of the fleet is in the state the page reads."""
     page.wait_for_function(
-        "document.querySelector('[data-total=queues]').textContent.replace(/,/g, '') === '4096'",
+        "document.querySelector('[data-total=queues]').textContent.replace(/,/g, '')"
+        " === '4096 queue-groups'",
         timeout=120_000,
     )
 

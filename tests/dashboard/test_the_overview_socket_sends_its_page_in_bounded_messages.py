@@ -19,7 +19,7 @@ from lockstep.workers.refs import QueueRef
 from tests.dashboard.fleets import make_fleet, set_max_offset
 from tests.dashboard.socket_helpers import communicator, session_cookie
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.on_postgres]
 
 LIMIT = 64 * 1024
 # Names near the 128-character limit: a page of 100 rows of them is over 64 KiB as one

@@ -116,7 +116,9 @@
     for (const span of totals.querySelectorAll("[data-total]")) {
       const name = span.dataset.total;
       const value = name === "groups" ? s.group_count : (s.totals || {})[name];
-      span.textContent = numberFormat.format(value || 0);
+      const noun = span.dataset.noun;
+      span.textContent = noun ? lockstepCount(value, noun).replace(/^\d+/, numberFormat.format(value || 0))
+        : numberFormat.format(value || 0);
       if (name === "stuck") span.classList.toggle("bad", (value || 0) > 0);
     }
     const inRates = new Map((s.topics || []).map(function (t) { return [t.name, t.in_per_s]; }));

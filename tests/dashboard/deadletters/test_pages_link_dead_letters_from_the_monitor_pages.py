@@ -9,6 +9,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from tests.dashboard.deadletters.helpers import add_dead_letter, make_group
+from tests.dashboard.helpers import get_json, group_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -54,8 +55,13 @@ def test_it_gives_the_overview_script_the_dead_letter_address_and_counts(
     client.force_login(viewer)
 
     page = client.get("/").content.decode()
-    stats = client.get("/api/v1/overview").json()["stats"]
+    summary = get_json(client, "/api/v1/overview")["summary"]
+    rows = group_rows(client, "orders", "billing")
 
     assert 'data-dead-letters-url="/groups/GROUP/dead-letters"' in page
-    (topic,) = stats["topics"]
-    assert [(g["group"], g["dead_letters"]) for g in topic["groups"]] == [("billing", 3)]
+    assert '<a href="/groups/billing/dead-letters?topic=orders">3</a>' in page
+    assert [(g["topic"], g["group"], g["dead_letters"]) for g in summary["groups"]] == [
+        ("orders", "billing", 3)
+    ]
+    assert summary["totals"]["dead_letters"] == 3
+    assert {q: r["dead_letters"] for q, r in rows.items()} == {0: 0, 1: 3}
