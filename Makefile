@@ -7,7 +7,7 @@ export DJANGO_SETTINGS_MODULE := lockstep.dashboard.settings
 # compiles every module it imports, the test modules of each worker included.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup setup-test run test checks suite test-quick lint audit typecheck format bench wheel
+.PHONY: setup setup-test run test checks suite test-quick test-postgres lint audit typecheck format bench wheel
 
 setup:
 	@bash bin/setup
@@ -47,9 +47,24 @@ checks: lint audit
 	bash bin/check-prometheus-rules
 	$(PY) bin/check-deploy
 
+# The PostgreSQL run (docs/testing.md, "Stores"): the tests marked on_postgres again, on a
+# PostgreSQL server the run starts itself (tests/postgres.py). Two workers: the set is one
+# long test (the ingester killed mid-stream) beside half a minute of others, and each
+# worker migrates a test database of its own. Exit status 5 is "no test selected", as when
+# PYTEST_ARGS names only tests not marked on_postgres.
+POSTGRES_WORKERS ?= $(if $(filter 0,$(TEST_WORKERS)),0,2)
+POSTGRES_RUN = LOCKSTEP_TEST_STORE=postgres $(PY) -m pytest -n $(POSTGRES_WORKERS) \
+	--dist loadscope --durations=5 $(PYTEST_ARGS) || test $$? -eq 5
+
 # The slowest 15 are printed at the end of every run: a test that grows shows there first.
+# Then the PostgreSQL run.
 suite: setup-test
 	$(PY) -m pytest $(XDIST) --durations=15 $(PYTEST_ARGS)
+	$(POSTGRES_RUN)
+
+# The PostgreSQL run alone.
+test-postgres: setup-test
+	$(POSTGRES_RUN)
 
 # The inner loop: every test not marked slow (no browser, Spark, Redis Cluster, kills or
 # wheels; tests/conftest.py marks them). No lint, no audit: `make test` runs everything,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import functools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,13 +17,16 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import redis
 from playwright.sync_api import Browser, Frame, Page, sync_playwright
 
+from tests.postgres import create_database, database_url, server_url
 from tests.support import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,8 +47,9 @@ TIMEOUT_MS = 30_000
 
 
 def site_env(redis_url: str, workdir: Path, **extra: str) -> dict[str, str]:
-    """The environment every web-side process of a test shares: the suite's Redis, and a
-    file SQLite database and every other file the processes write in ``workdir``."""
+    """The environment every web-side process of a test shares: the suite's Redis, a
+    database of its own (``site_database_url``), and every file the processes write in
+    ``workdir``."""
     return {
         **os.environ,
         "PYTHONPATH": str(REPO),
@@ -52,12 +57,25 @@ def site_env(redis_url: str, workdir: Path, **extra: str) -> dict[str, str]:
         "REDIS_URL": redis_url,
         "CHANNELS_REDIS_URL": redis_url,
         "CELERY_BROKER_URL": redis_url,
-        "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}",
+        "DATABASE_URL": site_database_url(workdir),
         "LOCKSTEP_DATA_DIR": str(workdir),
         "LOCKSTEP_PUSH_INTERVAL": "0.2",
         "LOG_LEVEL": "WARNING",
         **extra,
     }
+
+
+def site_database_url(workdir: Path) -> str:
+    """A database no other site uses, not yet created (``Site.migrate`` makes it): the
+    file ``workdir/db.sqlite3``, or on the PostgreSQL run (tests/postgres.py) a new
+    database of the private server at each call, named after ``workdir`` (a test's own
+    folder) and made unique (xdist's workers give their tests' folders the same names)."""
+    server = server_url()
+    if server is None:
+        return f"sqlite:///{workdir / 'db.sqlite3'}"
+    # PostgreSQL folds names to lower case and keeps 63 bytes of them.
+    folder = re.sub(r"[^a-z0-9]+", "_", workdir.name.lower())[-40:]
+    return database_url(server, f"site_{folder}_{uuid.uuid4().hex[:8]}")
 
 
 class Site:
@@ -86,12 +104,10 @@ class Site:
         return done.stdout
 
     def migrate(self) -> None:
-        """The site's SQLite database as ``manage.py migrate`` leaves it: a copy of one
-        database migrated once per test process (a migration costs its process seconds of
-        CPU, and gives the same file every time)."""
-        url = self.env["DATABASE_URL"]
-        assert url.startswith("sqlite:///"), url
-        shutil.copyfile(_migrated_template(), url.removeprefix("sqlite://"))
+        """The site's database as ``manage.py migrate`` leaves it: a copy of one database
+        migrated once per test process (a migration costs its process seconds of CPU, and
+        gives the same database every time)."""
+        copy_database(_migrated_template(), self.env["DATABASE_URL"])
 
     def start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
         commands = {
@@ -170,15 +186,35 @@ class Site:
         raise RuntimeError(f"daphne did not answer:\n{self.log('web')}")
 
 
+def copy_database(source: str, target: str) -> None:
+    """Make database ``target`` a copy of ``source`` (both URLs of ``site_database_url``,
+    the source unused meanwhile): a file copy, or PostgreSQL's ``CREATE DATABASE …
+    TEMPLATE``."""
+    if source.startswith("sqlite:///"):
+        shutil.copyfile(source.removeprefix("sqlite://"), target.removeprefix("sqlite://"))
+        return
+    server = server_url()
+    assert server is not None, "a PostgreSQL database outside the PostgreSQL run"
+    create_database(server, _name(target), template=_name(source))
+
+
+def _name(url: str) -> str:
+    return urlsplit(url).path.removeprefix("/")
+
+
 @functools.cache
-def _migrated_template() -> Path:
-    """A database ``manage.py migrate`` made, in a folder removed when the process exits."""
+def _migrated_template() -> str:
+    """The URL of a database ``manage.py migrate`` made, in a folder removed when the
+    process exits (on the PostgreSQL run, on the private server, which goes with the run)."""
     folder = Path(tempfile.mkdtemp(prefix="lockstep-migrated-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    template = folder / "db.sqlite3"
     site = Site(site_env("redis://127.0.0.1:1", folder), 0, folder)  # migrate needs no Redis
+    url = site.env["DATABASE_URL"]
+    server = server_url()
+    if server is not None:
+        create_database(server, _name(url))
     site.manage("migrate", "--noinput")
-    return template
+    return url
 
 
 @contextmanager
