@@ -2,10 +2,11 @@
 (docs/dashboard-service.md).
 
 ``lockstep dashboard`` applies the migrations, prints the login URL and supervises one
-process per role (honcho's ``Manager``): ``web`` (Daphne), ``ingester``, ``alerts``,
-``worker`` and ``beat``, each of which is also a subcommand of its own for a
-one-process-per-role layout (``deploy/``). ``lockstep manage ...`` runs any Django command
-of the dashboard, so an adopter never needs the repository's ``manage.py``.
+process per role (honcho's ``Manager``): ``web`` (Daphne), ``ingester`` (``--ingesters N``:
+N of them, which split the event streams), ``alerts``, ``worker`` and ``beat``, each of
+which is also a subcommand of its own for a one-process-per-role layout (``deploy/``).
+``lockstep manage ...`` runs any Django command of the dashboard, so an adopter never
+needs the repository's ``manage.py``.
 ``lockstep consume`` runs one ordered consumer in the foreground with the runtime alone.
 
 Parsing the command line needs only the runtime: ``lockstep --help`` works without the
@@ -94,8 +95,8 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_dashboard(commands)
     _add_web(commands)
+    _add_ingester(commands)
     for name, django_command, summary in (
-        ("ingester", ["ingest_events"], "the event ingester (manage ingest_events)"),
         ("alerts", ["alerts", "run"], "the alert evaluator and notifier (manage alerts run)"),
         ("migrate", ["migrate", "--noinput"], "create or update the database (manage migrate)"),
     ):
@@ -124,6 +125,7 @@ def _add_dashboard(commands: Any) -> None:
     )
     _add_bind_options(sub)
     _add_worker_options(sub)
+    _add_ingesters_option(sub)
     sub.add_argument(
         "--without",
         action="append",
@@ -158,6 +160,42 @@ def _add_worker_options(sub: argparse.ArgumentParser) -> None:
     on; its ``--loglevel`` is beat's too)."""
     sub.add_argument("--concurrency", type=int, default=2, help="worker processes (2)")
     sub.add_argument("--loglevel", default="INFO", help="Celery's log level (INFO)")
+
+
+def _add_ingester(commands: Any) -> None:
+    summary = "the event ingester (manage ingest_events)"
+    sub = commands.add_parser(
+        "ingester",
+        help=summary,
+        description=f"{summary}. Any number may run, here (--ingesters) or on other "
+        "hosts: they split the event streams (LOCKSTEP_EVENT_SHARDS) through leases in "
+        "Redis, and a stopped one's streams go to the others (docs/events.md §4). Options "
+        "after -- are passed to ingest_events.",
+    )
+    _add_ingesters_option(sub)
+    sub.add_argument("extra", nargs="*", metavar="OPTION", help="after --: passed on")
+    sub.set_defaults(run=_run_ingester, django_command=["ingest_events"])
+
+
+def _add_ingesters_option(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--ingesters",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="event ingester processes (1); they split the event streams, so more than "
+        "one needs LOCKSTEP_EVENT_SHARDS of at least as many",
+    )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _add_web(commands: Any) -> None:
@@ -300,6 +338,44 @@ def _run_consume(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_ingester(args: argparse.Namespace) -> int:
+    """One ingester in this process, or ``--ingesters`` of them supervised."""
+    if args.ingesters == 1:
+        return _run_django_command(args)
+    _prepare()
+    _warn_about_idle_ingesters(args.ingesters)
+    me = [sys.executable, "-m", "lockstep", "ingester"]
+    passed_on = ["--", *args.extra] if args.extra else []
+    processes = {name: [*me, *passed_on] for name in _ingester_names(args.ingesters)}
+    return _supervise(processes, "lockstep ingester")
+
+
+def _ingester_names(count: int) -> list[str]:
+    """The supervisor's names of ``count`` ingester processes: ``ingester`` when alone."""
+    return ["ingester"] if count == 1 else [f"ingester{i}" for i in range(1, count + 1)]
+
+
+def _warn_about_idle_ingesters(count: int) -> None:
+    """More ingesters than event shards: the extra ones only stand by (each shard is read by
+    one ingester; with one shard, ``ls:events``, there is nothing to split)."""
+    from lockstep.workers.errors import ConfigurationError
+    from lockstep.workers.events import event_shards_from_env
+
+    try:
+        shards = event_shards_from_env()
+    except ConfigurationError as exc:
+        raise Unavailable(f"configuration error: {exc}") from None
+    if count > shards:
+        print(
+            f"lockstep: {count} ingesters for LOCKSTEP_EVENT_SHARDS={shards}: each event "
+            f"stream is read by one ingester, so {count - shards} of them only stand by "
+            f"(to take over from one that stops); set LOCKSTEP_EVENT_SHARDS={count} or more "
+            "to split the work",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def _run_django_command(args: argparse.Namespace) -> int:
     _prepare()
     from django.core.management import execute_from_command_line
@@ -335,6 +411,8 @@ def _run_dashboard(args: argparse.Namespace) -> int:
         call_command("bootstrap_demo")
         _create_demo_topic()
     _print_banner(args, settings)
+    if "ingester" not in args.without:
+        _warn_about_idle_ingesters(args.ingesters)
     connections.close_all()  # the supervisor forks: its children must not share them
     return _supervise(_processes(args, demo=settings.LOCKSTEP_DEMO))
 
@@ -363,7 +441,13 @@ def _processes(args: argparse.Namespace, *, demo: bool) -> dict[str, list[str]]:
         "analytics": [*me, "analytics", *loglevel],
         "beat": [*me, "beat", *loglevel],
     }
-    chosen = {name: command for name, command in every.items() if name not in args.without}
+    chosen: dict[str, list[str]] = {}
+    for role, command in every.items():
+        if role == "ingester" and role not in args.without:
+            # One process each: they split the event streams among themselves.
+            chosen.update({name: command for name in _ingester_names(args.ingesters)})
+        elif role not in args.without:
+            chosen[role] = command
     if demo:
         rate = os.environ.get("DEMO_RATE", "") or "50"
         chosen["producer"] = [*me, "manage", "demo_producer", "--topic", DEMO_TOPIC]
@@ -387,9 +471,10 @@ def _mixed_kill() -> Any:
     return MixedKill()
 
 
-def _supervise(processes: dict[str, list[str]]) -> int:
+def _supervise(processes: dict[str, list[str]], who: str = "lockstep dashboard") -> int:
     """Run ``processes`` (name -> argv) until a signal or until one of them ends; 0 after
-    SIGINT or SIGTERM, else the first ended process's status (1 if it was 0)."""
+    SIGINT or SIGTERM, else the first ended process's status (1 if it was 0). ``who``
+    names the supervisor in its message."""
     if not processes:
         raise Unavailable("every role is excluded with --without: nothing to run")
     from honcho import manager as honcho
@@ -406,7 +491,7 @@ def _supervise(processes: dict[str, list[str]]) -> int:
     status = supervisor.returncode
     if status in STOPPED_BY_SIGNAL:
         return 0
-    print(f"lockstep dashboard: a process ended (status {status}): stopped the others")
+    print(f"{who}: a process ended (status {status}): stopped the others")
     return status if isinstance(status, int) and status > 0 else 1
 
 

@@ -14,9 +14,16 @@ Contract:
 - **Exactly once.** Events are stored in batches of one stream, each batch in one
   transaction together with that stream's cursor (the last stream ID stored) and the
   event counters it bumps, so a process killed at any point resumes right after the last
-  committed batch of each stream; the unique ``stream_id`` (the entry ID, prefixed
-  ``s<shard>:`` for a shard: ``workers.events.stored_id``) makes a batch replayed by
-  anyone store nothing twice and count nothing twice.
+  committed batch of each stream. The cursor moves by compare-and-set, first in the
+  transaction: a batch read after a cursor that another ingester has moved since is
+  refused whole (``CursorMoved``) before it stores or counts anything. The unique
+  ``stream_id`` (the entry ID, prefixed ``s<shard>:`` for a shard:
+  ``workers.events.stored_id``) and the check for rows already stored make a batch
+  replayed by anyone store nothing twice and count nothing twice.
+- **Several ingesters.** With ``leases`` (``ingest_leases``; ``manage.py ingest_events``
+  always has them) each stream is read by the one ingester holding its lease, and a
+  killed ingester's streams are taken over when its leases expire, from the cursors in
+  the database. Only the holder of the publisher's lease records and pushes.
 - **Nothing skipped silently.** The stream is bounded (``LOCKSTEP_EVENTS_MAXLEN``); if it
   was trimmed past the cursor while the ingester was away, events are gone. Every read
   is taken in one MULTI with ``XINFO STREAM`` of the same stream (one key: one slot, so
@@ -34,7 +41,8 @@ Contract:
   starts and once when it ends (``workers.outage``), without a traceback.
 
 Live pushes are the ``Publisher``'s job (``dashboard.monitor.live``): state read at push
-time, one message per channel group per tick, numbered.
+time, one message per channel group per tick, numbered. The writes themselves are plain
+SQL (``ingest_store``): the ORM's compilation of every row cost more than the database.
 """
 
 from __future__ import annotations
@@ -43,17 +51,23 @@ import contextlib
 import logging
 import threading
 import time
-from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import redis
 from django.db import DatabaseError, InterfaceError, connection, transaction
-from django.db.models import F
 
+from lockstep.dashboard.monitor.ingest_leases import StreamLeases
+from lockstep.dashboard.monitor.ingest_store import (
+    StoredEvent,
+    bump_counters,
+    insert_new,
+    write_turn,
+)
 from lockstep.dashboard.monitor.live import IDLE_PUSH_SECONDS, OVERVIEW_GROUP, Publisher
-from lockstep.dashboard.web.store.models import Event, EventCounter, IngestCursor
+from lockstep.dashboard.web.store.models import Event, IngestCursor
 from lockstep.workers import events as ev
 from lockstep.workers import keys
 from lockstep.workers.connection import cluster_of
@@ -63,7 +77,7 @@ from lockstep.workers.redis_types import Entry, xread_entries
 
 log = logging.getLogger(__name__)
 
-__all__ = ["IDLE_PUSH_SECONDS", "OVERVIEW_GROUP", "Ingester", "store_batch"]
+__all__ = ["IDLE_PUSH_SECONDS", "OVERVIEW_GROUP", "CursorMoved", "Ingester", "store_batch"]
 
 CURSOR = "events"  # the cursor of ``ls:events``; a shard's cursor is named by its key
 EVENTS_LOST = "events_lost"
@@ -130,9 +144,21 @@ class Gap:
 
 @dataclass
 class StoredBatch:
-    new_rows: list[Event]
+    """What one ``store_batch`` stored: the events new to the database (a batch replayed
+    stores none), the cursor after it, the gap recorded before it."""
+
+    new_events: list[StoredEvent]
     cursor: Cursor
     gap: Gap | None
+
+    @property
+    def stored(self) -> int:
+        """Runtime events stored (a recorded gap is no event of the runtime)."""
+        return sum(1 for e in self.new_events if e.type != EVENTS_LOST)
+
+    def rows(self) -> list[Event]:
+        """The new events as ``Event`` rows (unsaved instances), for the live pushes."""
+        return [e.model() for e in self.new_events]
 
 
 def _text(value: Any) -> str:
@@ -196,22 +222,23 @@ def store_batch(
     stream: str = keys.EVENTS,
 ) -> StoredBatch:
     """Store one batch read from ``stream`` after ``cursor`` (with the gap before it, if
-    any), bump the counters and advance the stream's cursor, all in one transaction."""
+    any), bump the counters and advance the stream's cursor, all in one transaction.
+    ``CursorMoved`` (nothing stored): the stored cursor is no longer ``cursor``."""
     cursor = cursor or load_cursor(stream)
     gap = find_gap(info, cursor)
     after = next_cursor(cursor, info, gap, entries)
-    rows = [_row(stream, decode_event(entry_id, raw)) for entry_id, raw in entries]
+    events = [
+        StoredEvent.decoded(stored_id(stream, entry_id.decode()), decode_event(entry_id, raw))
+        for entry_id, raw in entries
+    ]
     if gap is not None:
-        rows.insert(0, _lost_row(stream, gap))
-    with transaction.atomic():
-        known = _known_ids([r.stream_id for r in rows])
-        new_rows = [r for r in rows if r.stream_id not in known]
-        Event.objects.bulk_create(new_rows, ignore_conflicts=True, batch_size=500)
-        _bump_counters(new_rows)
-        IngestCursor.objects.update_or_create(
-            name=cursor_name(stream),
-            defaults={"last_id": after.last_id, "position": after.position},
-        )
+        events.insert(0, _lost_event(stream, gap))
+    with write_turn(), transaction.atomic():
+        # First: the cursor's row lock orders two writers of one stream, and the late one
+        # finds the cursor moved and rolls back before it stored or counted anything.
+        _advance_cursor(stream, cursor, after)
+        new_events = insert_new(events)
+        bump_counters(_counts(new_events))
     if gap is not None:
         log.error(
             "event stream %s was trimmed past the ingester's cursor: %s events after %s "
@@ -222,34 +249,40 @@ def store_batch(
             gap.resumed_at_id,
             EVENTS_LOST,
         )
-    return StoredBatch(new_rows, after, gap)
+    return StoredBatch(new_events, after, gap)
 
 
-def _known_ids(ids: list[str]) -> set[str]:
-    """Which of ``ids`` are stored already (in chunks: old SQLite allows 999 parameters)."""
-    known: set[str] = set()
-    for i in range(0, len(ids), 500):
-        known.update(
-            Event.objects.filter(stream_id__in=ids[i : i + 500]).values_list("stream_id", flat=True)
-        )
-    return known
+class CursorMoved(Exception):
+    """The stream's cursor in the database is no longer the one the batch was read after:
+    another ingester stored from it meanwhile (a lease that lapsed while its holder was
+    paused). The batch's transaction is rolled back; re-read the cursor."""
 
 
-def _bump_counters(rows: list[Event]) -> None:
-    counts: Counter[tuple[str, str, str, int]] = Counter()
-    for row in rows:
-        queue = row.queue if row.queue is not None else -1
-        for name, amount in _counted(row):
-            counts[(name, row.topic, row.group, queue)] += amount
-    for (name, topic, group, queue), amount in sorted(counts.items()):
-        series = EventCounter.objects.filter(name=name, topic=topic, group=group, queue=queue)
-        if not series.update(value=F("value") + amount):
-            EventCounter.objects.create(
-                name=name, topic=topic, group=group, queue=queue, value=amount
-            )
+def _advance_cursor(stream: str, before: Cursor, after: Cursor) -> None:
+    """Compare-and-set: move the cursor of ``stream`` from ``before`` to ``after``, or raise
+    ``CursorMoved`` when it is no longer at ``before``."""
+    name = cursor_name(stream)
+    moved = IngestCursor.objects.filter(name=name, last_id=before.last_id).update(
+        last_id=after.last_id, position=after.position, updated_at=datetime.now(tz=UTC)
+    )
+    if moved:
+        return
+    _, created = IngestCursor.objects.get_or_create(
+        name=name, defaults={"last_id": after.last_id, "position": after.position}
+    )
+    if not created:
+        raise CursorMoved(f"the cursor of {stream} moved past {before.last_id}")
 
 
-def _counted(row: Event) -> list[tuple[str, int]]:
+def _counts(events: list[StoredEvent]) -> Iterator[tuple[tuple[str, str, str, int], int]]:
+    """Each counter series (name, topic, group, queue) the events bump, with the amount."""
+    for event in events:
+        queue = event.queue if event.queue is not None else -1
+        for name, amount in _counted(event):
+            yield (name, event.topic, event.group, queue), amount
+
+
+def _counted(row: StoredEvent) -> list[tuple[str, int]]:
     """The counters one stored event bumps, and by how much."""
     if row.type == EVENTS_LOST:
         lost = row.details.get("lost")
@@ -263,22 +296,7 @@ def _counted(row: Event) -> list[tuple[str, int]]:
     return [(name, 1)]
 
 
-def _row(stream: str, event: dict[str, Any]) -> Event:
-    return Event(
-        stream_id=stored_id(stream, event["id"]),
-        type=event["type"][:40],
-        ts=datetime.fromtimestamp(event["ts_ms"] / 1000.0, tz=UTC),
-        topic=event["topic"][:128],
-        group=event["group"][:128],
-        queue=event["queue"],
-        key=event["key"][:256],
-        token=event["token"],
-        consumer=event["consumer"][:200],
-        details=event["details"],
-    )
-
-
-def _lost_row(stream: str, gap: Gap) -> Event:
+def _lost_event(stream: str, gap: Gap) -> StoredEvent:
     details: dict[str, Any] = {
         "after_id": gap.after_id,
         "resumed_at_id": gap.resumed_at_id,
@@ -288,7 +306,7 @@ def _lost_row(stream: str, gap: Gap) -> Event:
     }
     if stream != keys.EVENTS:
         details["stream"] = stream
-    return Event(
+    return StoredEvent(
         stream_id=f"lost:{stored_id(stream, gap.resumed_at_id)}"[:40],
         type=EVENTS_LOST,
         ts=datetime.now(tz=UTC),
@@ -309,10 +327,14 @@ def _read_entries(reply: Any) -> list[Entry]:
 
 
 class Ingester:
-    """Reads every event stream after its stored cursor, stores, publishes. One per
-    deployment (two would store each event once between them, but number their pushes
-    apart). ``shards``: the shard count this process expects (None:
-    ``LOCKSTEP_EVENT_SHARDS``); shards registered by writers are read whatever it is."""
+    """Reads event streams after their stored cursors, stores, publishes.
+
+    ``leases`` None: this ingester reads every stream and pushes live updates, alone (tests
+    and tools; ``manage.py ingest_events`` always passes leases). With ``leases``, any
+    number of ingesters split the streams (``ingest_leases``): each reads only the streams
+    it holds the lease of, and only the holder of the publisher's lease records and pushes.
+    ``shards``: the shard count this process expects (None: ``LOCKSTEP_EVENT_SHARDS``);
+    shards registered by writers are read whatever it is."""
 
     def __init__(
         self,
@@ -321,31 +343,80 @@ class Ingester:
         batch: int = 1000,
         push_interval: float = 0.5,
         shards: int | None = None,
+        leases: StreamLeases | None = None,
     ) -> None:
         self.client = client
         self.batch = batch
         # Read once: a bad LOCKSTEP_EVENT_SHARDS stops the ingester at start, loudly.
         self.shards = event_shards_from_env() if shards is None else shards
+        self.push_interval = push_interval
         self.publisher = Publisher(client, push_interval)
+        self.leases = leases
         self.stored = 0
         # Per stream; a stream missing: read its cursor from the database first.
         self._cursors: dict[str, Cursor] = {}
+        self._published = leases is None  # whether it held the publisher's lease last pass
+        self._known_streams: list[str] = []
+        self._standing_by = False
 
     def streams(self) -> list[str]:
         """The streams this pass reads (``workers.events.event_streams``)."""
         return event_streams(self.client, self.shards)
 
     def run_once(self, block_ms: int = 200) -> int:
-        """Read and store one batch after the cursor of each stream; returns how many
-        entries were read. When there was nothing new in any, waits up to ``block_ms`` for
-        something to arrive."""
-        streams = self.streams()
+        """Read and store one batch after the cursor of each stream it reads (all of them,
+        or those it holds the lease of); returns how many entries were read. When there
+        was nothing new in any, waits up to ``block_ms`` for something to arrive."""
+        streams = self._mine(self.streams())
         read = 0
         for stream in streams:
-            read += self._ingest(stream)
+            if self.leases is None or self.leases.holds(stream):  # a lease may lapse meanwhile
+                read += self._ingest(stream)
         if not read and block_ms:  # (0 would block forever)
             self._wait(streams, block_ms)
         return read
+
+    def _mine(self, streams: list[str]) -> list[str]:
+        """Of ``streams``, those this ingester reads now; refreshes the leases when due or
+        when the streams changed (a writer registered a shard)."""
+        if self.leases is None:
+            return streams
+        if self.leases.due() or streams != self._known_streams:
+            self.leases.refresh(streams)
+            self._known_streams = streams
+            self._note_assignment(streams)
+        for stream in set(self._cursors) - set(self.leases.held_streams(streams)):
+            del self._cursors[stream]  # another ingester may move it: re-read when back
+        self._follow_publisher_lease()
+        return self.leases.held_streams(streams)
+
+    def _note_assignment(self, streams: list[str]) -> None:
+        """Say once when this ingester has nothing to read: more ingesters than streams."""
+        assert self.leases is not None
+        idle = not self.leases.assigned and self.leases.me in self.leases.members
+        if idle and not self._standing_by:
+            log.warning(
+                "ingester: standing by: %d ingesters for %d event streams "
+                "(LOCKSTEP_EVENT_SHARDS=%d); it takes over a stream when an ingester stops",
+                len(self.leases.members),
+                len(streams),
+                self.shards,
+            )
+        self._standing_by = idle
+
+    def _follow_publisher_lease(self) -> None:
+        """A fresh ``Publisher`` each time this ingester becomes the one that pushes: what
+        it knew from an earlier turn is stale, and a fresh one's first push skips a number
+        in every group (docs/events.md §5), so pages re-read."""
+        assert self.leases is not None
+        publishing = self.leases.publishing()
+        if publishing and not self._published:
+            self.publisher = Publisher(self.client, self.push_interval)
+            log.info("ingester %s: pushing live updates", self.leases.me)
+        self._published = publishing
+
+    def _publishing(self) -> bool:
+        return self.leases is None or self.leases.publishing()
 
     def _ingest(self, stream: str) -> int:
         cursor = self._cursors.get(stream)
@@ -357,20 +428,28 @@ class Ingester:
             return 0
         try:
             batch = store_batch(entries, cursor, info, stream)
+        except CursorMoved:
+            # Another ingester stored this stream meanwhile: nothing was stored here.
+            log.info("ingester: %s was stored by another ingester; re-reading its cursor", stream)
+            del self._cursors[stream]
+            return len(entries)
         except Exception:
             self._cursors.clear()  # the transaction rolled back: trust only the database
             raise
         self._cursors[stream] = batch.cursor
-        self.stored += sum(1 for r in batch.new_rows if r.type != EVENTS_LOST)
-        self.publisher.record(batch.new_rows, stored_id(stream, batch.cursor.last_id))
+        self.stored += batch.stored
+        if self._publishing():
+            self.publisher.record(batch.rows(), stored_id(stream, batch.cursor.last_id))
         return len(entries)
 
     def _wait(self, streams: list[str], block_ms: int) -> None:
         """Until something arrives in any stream, at most ``block_ms``. A blocking XREAD of
         several keys is one command over several slots, which Redis Cluster refuses: there
-        (and only there) the wait is a plain sleep."""
+        (and only there) the wait is a plain sleep, as it is for an ingester standing by."""
         after: dict[Any, Any] = {s: self._cursors[s].last_id for s in streams if s in self._cursors}
         if not after:
+            if self.leases is not None:
+                time.sleep(block_ms / 1000)
             return
         if len(after) > 1 and cluster_of(self.client) is not None:
             time.sleep(block_ms / 1000)
@@ -399,20 +478,29 @@ class Ingester:
         return StreamInfo.parse(info_reply), _read_entries(read_reply)
 
     def maybe_push(self) -> bool:
-        if not self.publisher.due():
+        if not self._publishing() or not self.publisher.due():
             return False
         self.publisher.push()
         return True
 
     def push(self) -> None:
-        self.publisher.push()
+        if self._publishing():
+            self.publisher.push()
 
     def run_forever(self, stop: threading.Event) -> None:
-        """Ingest until ``stop`` is set. Errors back off (``BACKOFF_INITIAL`` doubling up to
-        ``BACKOFF_MAX``) and never end the loop. A Redis outage is told by the process's
-        ``redis_outage`` (one warning when it starts, one when it ends); each retry is a
-        DEBUG line. A database outage, or a Redis error that is no outage (a bug, logged
-        with its traceback), is a warning per retry and one when it recovers."""
+        """Ingest until ``stop`` is set, then give up the leases (the others take over at
+        once). Errors back off (``BACKOFF_INITIAL`` doubling up to ``BACKOFF_MAX``) and
+        never end the loop. A Redis outage is told by the process's ``redis_outage`` (one
+        warning when it starts, one when it ends); each retry is a DEBUG line. A database
+        outage, or a Redis error that is no outage (a bug, logged with its traceback), is
+        a warning per retry and one when it recovers."""
+        try:
+            self._loop(stop)
+        finally:
+            if self.leases is not None:
+                self.leases.release_all()
+
+    def _loop(self, stop: threading.Event) -> None:
         backoff = BACKOFF_INITIAL
         failing = False
         while not stop.is_set():
@@ -431,7 +519,9 @@ class Ingester:
                 log.warning(
                     "ingester: %s unavailable (%s); retrying in %.1fs",
                     "Redis" if isinstance(exc, redis.RedisError) else "database",
-                    exc,
+                    # One line per retry: PostgreSQL's errors run over several
+                    # (a hint, the context of a trigger's error).
+                    " ".join(str(exc).split()),
                     backoff,
                     exc_info=isinstance(exc, redis.RedisError),
                 )

@@ -19,7 +19,7 @@ from lockstep.dashboard.web.store.models import Event, EventCounter, IngestCurso
 from lockstep.workers import keys
 from lockstep.workers.redis_types import as_bytes
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_postgres]
 
 DAY_MS = 86_400_000
 

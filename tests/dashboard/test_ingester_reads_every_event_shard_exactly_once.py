@@ -18,7 +18,7 @@ from lockstep.workers import keys
 from lockstep.workers.events import read_all_events, shard_streams
 from lockstep.workers.redis_types import entries
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_postgres]
 
 TOPICS = ("orders", "payments", "mail")
 QUEUES = 8

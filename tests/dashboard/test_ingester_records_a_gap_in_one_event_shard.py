@@ -13,7 +13,7 @@ from lockstep.workers import events as ev
 from lockstep.workers import keys
 from lockstep.workers.redis_types import entries
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_postgres]
 
 
 def _write(client: redis.Redis, rounds: range) -> None:

@@ -14,7 +14,7 @@ from lockstep.dashboard.monitor.ingest import EVENTS_LOST, Ingester
 from lockstep.dashboard.web.store.models import Event, EventCounter, IngestCursor
 from lockstep.workers import keys
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.on_postgres]
 
 
 def _append(client: redis.Redis, count: int, start: int = 0) -> list[str]:

@@ -15,6 +15,8 @@ BENCHMARKS = (
     "rebalance",
     "ordering-cluster",
     "manyqueues",
+    "ingest",
+    "fleet",
 )
 
 
@@ -46,7 +48,7 @@ class Command(BaseCommand):
             "dashboard 5 of each of on and off, deadletters 15 requests per filter, "
             "analytics 3 of the job and of the bare aggregation; rebalance: remove/add "
             "cycles of the full configuration, 1; manyqueues: busy phases of each "
-            "process, 3)",
+            "process, 3; ingest: rounds per store and ingester count, 3)",
         )
         parser.add_argument(
             "--rate",
@@ -78,7 +80,24 @@ class Command(BaseCommand):
             type=int,
             default=None,
             help="analytics: rows of the synthetic day, messages, events and samples "
-            "together (10,000,000)",
+            "together (10,000,000); ingest: events stored per round (60,000)",
+        )
+        parser.add_argument(
+            "--ingesters",
+            type=int,
+            choices=(1, 2),
+            action="append",
+            default=None,
+            help="ingest: ingester processes per round, 1 or 2 (repeatable; default both, "
+            "rounds alternating, and their ratio)",
+        )
+        parser.add_argument(
+            "--store",
+            choices=("sqlite", "postgres"),
+            action="append",
+            default=None,
+            help="ingest: the database, sqlite or postgres (a private server: initdb and "
+            "pg_ctl on a free port; repeatable; default both)",
         )
         parser.add_argument(
             "--uri",
@@ -114,6 +133,22 @@ class Command(BaseCommand):
             "thread each (before issue #26); by default the real workers read their "
             "streams on each consumer's pool",
         )
+        parser.add_argument("--topics", type=int, default=4, help="fleet: topics of the fleet (4)")
+        parser.add_argument(
+            "--groups-per-topic", type=int, default=4, help="fleet: groups per topic (4)"
+        )
+        parser.add_argument(
+            "--storm-minutes",
+            type=float,
+            default=5.0,
+            help="fleet: minutes notifications are counted after a whole group dies (5)",
+        )
+        parser.add_argument(
+            "--browsers",
+            type=int,
+            default=5,
+            help="fleet: overview sockets open while the web server's CPU is measured (5)",
+        )
         parser.add_argument(
             "--cluster",
             action="store_true",
@@ -148,6 +183,10 @@ class Command(BaseCommand):
             result = ordering.run(messages or 60_000, repeats or 5)
         elif options["name"] == "manyqueues":
             result = _manyqueues(options)
+        elif options["name"] == "ingest":
+            result = _ingest(options)
+        elif options["name"] == "fleet":
+            result = _fleet(options)
         elif options["name"] == "ordering-cluster":
             from bench import ordering_cluster
 
@@ -209,6 +248,49 @@ def _manyqueues(options: dict[str, Any]) -> dict[str, Any]:
         busy_messages=messages,
         busy_rounds=options["repeats"] or manyqueues.BUSY_ROUNDS,
         cluster=options["cluster"],
+    )
+
+
+def _ingest(options: dict[str, Any]) -> dict[str, Any]:
+    from bench import ingest
+
+    events = options["events"] if options["events"] is not None else ingest.DEFAULT_EVENTS
+    if events < 1000:
+        raise CommandError("--events must be at least 1000")
+    return ingest.run(
+        events,
+        ingesters=sorted(set(options["ingesters"] or (1, 2))),
+        stores=list(dict.fromkeys(options["store"] or ("sqlite", "postgres"))),
+        repeats=options["repeats"] or 3,
+    )
+
+
+def _fleet(options: dict[str, Any]) -> dict[str, Any]:
+    from bench import fleet
+
+    values = {
+        "topics": options["topics"],
+        "queues": options["queues"] if options["queues"] is not None else 1024,
+        "groups_per_topic": options["groups_per_topic"],
+        "consumers": options["consumers"] if options["consumers"] is not None else 16,
+    }
+    for name, value in values.items():
+        if value < 1:
+            raise CommandError(f"--{name.replace('_', '-')} must be at least 1")
+    if values["consumers"] < values["topics"] * values["groups_per_topic"]:
+        raise CommandError("--consumers must be at least topics x groups-per-topic")
+    rate = options["rate"] if options["rate"] is not None else 1000.0
+    if rate <= 0:
+        raise CommandError("--rate must be positive")
+    return fleet.run(
+        **values,
+        rate=rate,
+        store=(options["store"] or ["sqlite"])[-1],
+        ingesters=(options["ingesters"] or [1])[-1],
+        rounds=options["repeats"] or 3,
+        minutes=options["minutes"] if options["minutes"] is not None else 2.0,
+        storm_minutes=options["storm_minutes"],
+        browsers=options["browsers"],
     )
 
 

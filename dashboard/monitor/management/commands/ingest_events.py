@@ -1,5 +1,7 @@
 """Run the event ingester in the foreground until SIGINT/SIGTERM (see
-``dashboard.monitor.ingest`` for what it guarantees across kills and outages)."""
+``dashboard.monitor.ingest`` for what it guarantees across kills and outages). Any number
+may run: they split the event streams through leases in Redis
+(``dashboard.monitor.ingest_leases``), and a stopped one's streams go to the others."""
 
 import signal
 import threading
@@ -9,6 +11,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from lockstep.dashboard.monitor.ingest import Ingester
+from lockstep.dashboard.monitor.ingest_leases import StreamLeases, lease_seconds_from_env
 from lockstep.dashboard.web.redis_conn import get_redis
 
 
@@ -27,12 +30,15 @@ class Command(BaseCommand):
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
+        client = get_redis()
+        leases = StreamLeases(client, lease_seconds_from_env())
         ingester = Ingester(
-            get_redis(),
+            client,
             batch=max(1, options["batch"]),
             push_interval=settings.LOCKSTEP_PUSH_INTERVAL,
+            leases=leases,
         )
-        self.stdout.write("ingesting events")
+        self.stdout.write(f"ingesting events as {leases.me}")
         self.stdout.flush()
         ingester.run_forever(stop)
         self.stdout.write(f"stopped after storing {ingester.stored} events")
