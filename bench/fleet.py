@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import os
 import random
 import secrets
@@ -149,7 +150,7 @@ def run(
                 topic, group = groups[n % len(groups)]
                 fleet.start_consumer(f"consumer-{n}", topic, group)
             fleet.start_consumer("consumer-probe", PROBE_TOPIC, PROBE_GROUP)
-            producer = _SteadyProducer(url, names, rate)
+            producer = _SteadyProducer(url, names, rate, fleet.log)
             producer.start()
             try:
                 result["owned_after_s"] = _wait_until_owned(client, fleet, names, groups, queues)
@@ -163,6 +164,14 @@ def run(
                 producer.stop()
             result["produced_per_s"] = round(producer.rate(), 1)
             result["processes"] = fleet.process_figures()
+            result["lag_samples_stored"] = int(
+                str(
+                    fleet.query("SELECT COUNT(*) FROM monitor_event WHERE type = 'lag_sampled'")[0][
+                        0
+                    ]
+                )
+            )
+            result["log"] = fleet.keep_log()
         client.close()
     result["targets"] = TARGETS
     result["targets_met"] = _targets_met(result)
@@ -289,6 +298,15 @@ class _Fleet:
     def query(self, sql: str) -> list[tuple[object, ...]]:
         return self.store._query(self.database, sql)  # type: ignore[attr-defined]
 
+    def keep_log(self) -> str:
+        """A copy of every process's output, kept after the run (its folder is removed)."""
+        import shutil
+
+        self.log.flush()
+        kept = Path(tempfile.gettempdir()) / "lockstep-bench-fleet-last.log"
+        shutil.copyfile(self.tmp / "fleet.log", kept)
+        return str(kept)
+
     def process_figures(self) -> dict[str, Any]:
         """Peak RSS of each process, and consumers summed."""
         figures = {n: {"peak_rss_mb": p.peak_rss_mb} for n, p in self.procs.items()}
@@ -301,39 +319,75 @@ class _Fleet:
         }
 
 
-class _SteadyProducer(threading.Thread):
-    """Sends ``rate`` messages a second, random keys over the fleet's topics."""
+# A producer process sends at most this many messages a second (a send is a round trip:
+# one process reaches about twice this on a loaded machine); more are split over several.
+PER_PRODUCER = 400
 
-    def __init__(self, url: str, topics: list[str], rate: float) -> None:
-        super().__init__(daemon=True)
-        self.url, self.topics, self.rate_per_s = url, topics, rate
-        self.sent = 0
-        self._halt = threading.Event()
-        self._began = time.monotonic()
 
-    def run(self) -> None:
-        producer = Producer(self.url)
-        rng = random.Random(7)
+class _SteadyProducer:
+    """``rate`` messages a second over the fleet's topics, random keys, from as many
+    producer processes as that takes (``python -m bench.fleet produce``), each pacing its
+    own share; ``sent`` is read back from Redis (the sum of the topics' max offsets)."""
+
+    def __init__(self, url: str, topics: list[str], rate: float, log: Any) -> None:
+        self.url, self.topics, self.rate_per_s, self.log = url, topics, rate, log
+        self.procs: list[subprocess.Popen[bytes]] = []
         self._began = time.monotonic()
-        try:
-            while not self._halt.is_set():
-                due = self._began + self.sent / self.rate_per_s
-                wait = due - time.monotonic()
-                if wait > 0:
-                    self._halt.wait(wait)
-                    continue
-                topic = rng.choice(self.topics)
-                producer.send(topic, f"k-{rng.randrange(1_000_000)}", b"{}")
-                self.sent += 1
-        finally:
-            producer.close()
+        self._before = 0
+
+    def start(self) -> None:
+        count = max(1, math.ceil(self.rate_per_s / PER_PRODUCER))
+        self._before = self._total()
+        self._began = time.monotonic()
+        for n in range(count):
+            command = [sys.executable, "-m", "bench.fleet", "produce", self.url]
+            command += [str(self.rate_per_s / count), str(n), *self.topics]
+            self.procs.append(
+                subprocess.Popen(command, cwd=ROOT, env=_env(), stdout=self.log, stderr=self.log)
+            )
 
     def stop(self) -> None:
-        self._halt.set()
-        self.join(10)
+        self._elapsed = time.monotonic() - self._began
+        self._sent = self._total() - self._before
+        for proc in self.procs:
+            proc.terminate()
+        for proc in self.procs:
+            proc.wait(20)
 
     def rate(self) -> float:
-        return self.sent / max(1e-9, time.monotonic() - self._began)
+        return self._sent / max(1e-9, self._elapsed)
+
+    def _total(self) -> int:
+        client = redis.Redis.from_url(self.url)
+        try:
+            total = 0
+            for topic in self.topics:
+                count = int(client.hget(keys.topic_meta(topic), "queues") or 0)
+                pipe = client.pipeline(transaction=False)
+                for q in range(count):
+                    pipe.get(keys.sequence(QueueRef(topic, q)))
+                total += sum(int(v or 0) for v in pipe.execute())
+            return total
+        finally:
+            client.close()
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def produce_main(url: str, rate: float, seed: int, topics: list[str]) -> None:
+    """One producer process: ``rate`` messages a second, paced, until terminated."""
+    producer = Producer(url)
+    rng = random.Random(seed)
+    began, sent = time.monotonic(), 0
+    while True:
+        wait = began + sent / rate - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+            continue
+        producer.send(rng.choice(topics), f"k-{rng.randrange(1_000_000)}", b"{}")
+        sent += 1
 
 
 def _wait_until_owned(
@@ -652,3 +706,10 @@ def _targets_met(result: dict[str, Any]) -> dict[str, bool | None]:
         "storm": max(storm.get("webhook", 99), storm.get("email", 99), storm.get("toasts", 99))
         <= TARGETS["storm_notifications_per_channel"],
     }
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 6 and sys.argv[1] == "produce":
+        produce_main(sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), sys.argv[5:])
+    else:
+        sys.exit("usage: python -m bench.fleet produce URL RATE SEED TOPIC...")

@@ -129,13 +129,14 @@ class QueueConsumer(LiveConsumer):
         self.topic, self.queue = str(kwargs["topic"]), int(kwargs["queue"])
         if not await database_sync_to_async(_queue_exists)(self.topic, self.queue):
             return None
-        group = queue_group(self.topic, self.queue)
-        await database_sync_to_async(watch)(get_redis(), group, self.channel_name)
-        return group
+        ref = QueueRef(self.topic, self.queue)
+        await database_sync_to_async(watch)(get_redis(), ref, self.channel_name)
+        return queue_group(self.topic, self.queue)
 
     async def disconnect(self, code: int) -> None:
         if self.group:
-            await database_sync_to_async(unwatch)(get_redis(), self.group, self.channel_name)
+            ref = QueueRef(self.topic, self.queue)
+            await database_sync_to_async(unwatch)(get_redis(), ref, self.channel_name)
         await super().disconnect(code)
 
     def snapshot(self) -> dict[str, Any]:

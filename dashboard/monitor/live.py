@@ -113,6 +113,7 @@ class Publisher:
         self._pushed = False
         self._pending: dict[QueueRef, deque[Event]] = {}
         self._named: set[QueueRef] = set()
+        self._watched: set[QueueRef] = set()
         self._last_id = ""
         self._hinted_id = ""
         self._dirty = False
@@ -158,10 +159,13 @@ class Publisher:
         self.writer.stop()
 
     def _refresh(self) -> Reading | None:
+        """A sweep when due; else a read of the queues events named and of those some
+        socket watches (production moves a watched queue without an event)."""
+        self._watched = watched_queues(self.client)
         if self.writer.sweep_due(SWEEP_SECONDS):
-            reading = self.writer.sweep()
-        elif self._named:
-            reading = self.writer.refresh(self._named)
+            reading: Reading | None = self.writer.sweep()
+        elif self._named or self._watched:
+            reading = self.writer.refresh(self._named | self._watched)
         else:
             reading = None
         self._named = set()
@@ -180,15 +184,13 @@ class Publisher:
 
     def _queue_messages(self, reading: Reading) -> list[tuple[str, Message]]:
         """An update for each watched queue of ``reading`` that changed or had events."""
-        watched = watched_groups(self.client)
         moved = {QueueRef(t, q) for t, _, q in reading.changed}
         out: list[tuple[str, Message]] = []
         for state in reading.states:
             for q in state["queues"]:
                 ref = QueueRef(state["name"], q["queue"])
                 rows = self._pending.pop(ref, ())
-                group = queue_group(ref.topic, ref.queue)
-                if group in watched and (rows or ref in moved or not self._pushed):
+                if ref in self._watched and (rows or ref in moved or not self._pushed):
                     events = [compact_event(row) for row in rows]
                     out.append(self._queue_message(state, q["queue"], events))
         self._pending.clear()  # events of queues not read (a topic gone) or not watched
@@ -207,19 +209,30 @@ class Publisher:
 # ---- who watches which queue -------------------------------------------------------------
 
 
-def watch(client: redis.Redis, group: str, channel: str) -> None:
-    """A socket on ``channel`` watches ``group`` (a queue's): the publisher sends it
+def watch(client: redis.Redis, ref: QueueRef, channel: str) -> None:
+    """A socket on ``channel`` watches queue ``ref``: the publisher reads it and sends it
     updates from now on."""
-    client.zadd(WATCHERS_KEY, {f"{group} {channel}": time.time()})
+    client.zadd(WATCHERS_KEY, {_watcher(ref, channel): time.time()})
 
 
-def unwatch(client: redis.Redis, group: str, channel: str) -> None:
-    client.zrem(WATCHERS_KEY, f"{group} {channel}")
+def unwatch(client: redis.Redis, ref: QueueRef, channel: str) -> None:
+    client.zrem(WATCHERS_KEY, _watcher(ref, channel))
 
 
-def watched_groups(client: redis.Redis) -> set[str]:
-    """The queue groups some socket watches. Entries a crashed server left behind expire
-    after ``WATCH_MAX_AGE_S`` (a socket open longer is counted again when it reconnects;
-    until then its queue is pushed to anyway, as a stale entry is)."""
+def _watcher(ref: QueueRef, channel: str) -> str:
+    return json.dumps([ref.topic, ref.queue, channel])
+
+
+def watched_queues(client: redis.Redis) -> set[QueueRef]:
+    """The queues some socket watches. Entries a crashed server left behind expire after
+    ``WATCH_MAX_AGE_S`` (a socket open longer is counted again when it reconnects; until
+    then its queue is pushed to anyway, as a stale entry is)."""
     client.zremrangebyscore(WATCHERS_KEY, "-inf", time.time() - WATCH_MAX_AGE_S)
-    return {as_bytes(m).decode().split(" ", 1)[0] for m in client.zrange(WATCHERS_KEY, 0, -1)}
+    out = set()
+    for member in client.zrange(WATCHERS_KEY, 0, -1):
+        try:
+            topic, queue, _ = json.loads(as_bytes(member))
+            out.add(QueueRef(str(topic), int(queue)))
+        except (ValueError, TypeError):
+            continue  # an entry of an older version: it expires
+    return out

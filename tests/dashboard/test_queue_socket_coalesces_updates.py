@@ -87,8 +87,9 @@ async def test_it_turns_a_burst_of_events_into_a_few_numbered_updates(
 
     assert len(written) > 400
     assert 3 <= len(updates) <= (BURST_SECONDS + 0.5) / PUSH_INTERVAL + 1, len(updates)
-    # The first push (before the burst) was 2: a fresh ingester's skips a number.
-    assert [u["seq"] for u in updates] == list(range(3, 3 + len(updates)))
+    # Nobody watched the queue at the first push (before the sockets opened), so it sent
+    # the queue nothing: its updates are numbered from 1 (docs/events.md §5, watchers).
+    assert [u["seq"] for u in updates] == list(range(1, 1 + len(updates)))
     assert all(u["type"] == "queue" for u in updates)
     assert nothing == [], "a queue nothing happened to gets no update"
     stored = set(
@@ -128,9 +129,9 @@ async def test_it_numbers_each_queue_on_its_own_and_pushes_state_changes_without
     for socket in sockets.values():
         await socket.disconnect()
 
-    # Each queue counts on its own, after the fresh first push's 2.
-    assert [m["seq"] for m in got[0]] == [3, 4, 5]
-    assert [m["seq"] for m in got[3]] == [3]
+    # Each queue counts on its own, from 1: nobody watched them at the first push.
+    assert [m["seq"] for m in got[0]] == [1, 2, 3]
+    assert [m["seq"] for m in got[3]] == [1]
     assert got[3][0]["data"]["max_offset"] == 1
     assert got[3][0]["events"] == []
     assert [len(m["events"]) for m in got[0]] == [5, 5, 5]

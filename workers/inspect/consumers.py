@@ -173,7 +173,11 @@ def cards_of(live: list[LiveConsumer], topic: str | None) -> dict[QueueCardKey, 
 
 def group_members(client: redis.Redis, topic: str, group: str) -> list[GroupMember]:
     """The live consumers subscribed to (``topic``, ``group``), sorted by id. A card that
-    does not say its ordering counts as queue ordering (the default)."""
+    does not say its ordering counts as queue ordering (the default). Only the cards of
+    the group's registered members are read (its registry), not every consumer's; a group
+    with none registered (broadcasting consumers do not register) reads them all."""
+    ids = [as_bytes(m).decode() for m in client.zrange(keys.registry(topic, group), 0, -1)]
+    cards = live_consumers_named(client, ids) if ids else consumers(client)
     return [
         {
             "id": card["id"],
@@ -184,7 +188,7 @@ def group_members(client: redis.Redis, topic: str, group: str) -> list[GroupMemb
             "assigned": sub["assigned"],
             "heartbeat_age_s": card["heartbeat_age_s"],
         }
-        for card in consumers(client)
+        for card in cards
         for sub in card["subscriptions"]
         if sub["topic"] == topic and sub["group"] == group
     ]
