@@ -66,7 +66,12 @@ from lockstep.dashboard.monitor.ingest_store import (
     insert_new,
     write_turn,
 )
-from lockstep.dashboard.monitor.live import IDLE_PUSH_SECONDS, OVERVIEW_GROUP, Publisher
+from lockstep.dashboard.monitor.live import (
+    IDLE_PUSH_SECONDS,
+    OVERVIEW_GROUP,
+    Publisher,
+    PushThread,
+)
 from lockstep.dashboard.web.store.models import Event, IngestCursor
 from lockstep.workers import events as ev
 from lockstep.workers import keys
@@ -344,13 +349,15 @@ class Ingester:
         push_interval: float = 0.5,
         shards: int | None = None,
         leases: StreamLeases | None = None,
+        background: bool = False,
     ) -> None:
         self.client = client
         self.batch = batch
         # Read once: a bad LOCKSTEP_EVENT_SHARDS stops the ingester at start, loudly.
         self.shards = event_shards_from_env() if shards is None else shards
         self.push_interval = push_interval
-        self.publisher = Publisher(client, push_interval)
+        self.background = background
+        self.publisher: Publisher | PushThread = self._new_publisher()
         self.leases = leases
         self.stored = 0
         # Per stream; a stream missing: read its cursor from the database first.
@@ -411,9 +418,20 @@ class Ingester:
         assert self.leases is not None
         publishing = self.leases.publishing()
         if publishing and not self._published:
-            self.publisher = Publisher(self.client, self.push_interval)
+            self.publisher = self._new_publisher()
             log.info("ingester %s: pushing live updates", self.leases.me)
+        elif self._published and not publishing and isinstance(self.publisher, PushThread):
+            self.publisher.stop(clear_writer=False)  # another ingester pushes now
         self._published = publishing
+
+    def _new_publisher(self) -> Publisher | PushThread:
+        """``background``: the pushes (and the fleet state's sweeps) on a thread of their
+        own (``manage.py ingest_events``); else in the caller's (tests and tools)."""
+        if isinstance(getattr(self, "publisher", None), PushThread):
+            self.publisher.stop(clear_writer=False)
+        if self.background:
+            return PushThread(self.client, self.push_interval)
+        return Publisher(self.client, self.push_interval)
 
     def _publishing(self) -> bool:
         return self.leases is None or self.leases.publishing()
@@ -497,6 +515,14 @@ class Ingester:
         try:
             self._loop(stop)
         finally:
+            # The fleet writer goes with the process that wrote it (pages then sweep
+            # themselves until another ingester pushes); a thread that stopped at a
+            # handover stays stopped.
+            with contextlib.suppress(redis.RedisError):
+                if isinstance(self.publisher, PushThread):
+                    self.publisher.stop(clear_writer=self._publishing())
+                elif self._publishing():
+                    self.publisher.stop()
             if self.leases is not None:
                 self.leases.release_all()
 

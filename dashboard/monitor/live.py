@@ -31,12 +31,15 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections import deque
 from collections.abc import Iterable
+from contextlib import suppress
 from typing import Any
 
 import redis
+from django.db import DatabaseError, InterfaceError, close_old_connections
 
 from lockstep.dashboard.monitor.queries import NOISY_TYPES, event_dict
 from lockstep.dashboard.web.publish import group_part, publish
@@ -60,6 +63,9 @@ IDLE_PUSH_SECONDS = 2.0
 # The whole fleet is read again at most this often (more rarely when a sweep is slow:
 # ``FleetWriter.sweep_due``); between sweeps only the queues events named are read.
 SWEEP_SECONDS = 2.0
+# A failing push (Redis or the database away) is retried after this, doubling up to the max.
+PUSH_BACKOFF_INITIAL = 0.5
+PUSH_BACKOFF_MAX = 10.0
 # Sockets on a queue register here (``watch``), so a push reads who watches in one call.
 WATCHERS_KEY = "lockstep-web:watchers"
 WATCH_MAX_AGE_S = 86_400
@@ -154,9 +160,11 @@ class Publisher:
         self._pushed = self._pushed or sent > 0
         return sent
 
-    def stop(self) -> None:
-        """The ingester is stopping: pages read the fleet themselves until another runs."""
-        self.writer.stop()
+    def stop(self, *, clear_writer: bool = True) -> None:
+        """The ingester is stopping: with ``clear_writer``, pages read the fleet themselves
+        until another writer runs (as ``PushThread.stop``)."""
+        if clear_writer:
+            self.writer.stop()
 
     def _refresh(self) -> Reading | None:
         """A sweep when due; else a read of the queues events named and of those some
@@ -204,6 +212,72 @@ class Publisher:
             "data": queue_of(state, queue),  # queue_state's shape, from the fleet reading
             "events": events,
         }
+
+
+class PushThread:
+    """A ``Publisher`` on a thread of its own, for the ingester: ``record`` hands it what
+    was stored (a list append under a lock) and ``push`` wakes it; a sweep of a large
+    fleet, seconds long, never holds up storing. Same interface as ``Publisher``; ``due``
+    is always false (the thread keeps its own time). Errors are logged and retried with
+    backoff on the thread; the database connection is the thread's own."""
+
+    def __init__(self, client: redis.Redis, interval: float = 0.5) -> None:
+        self.publisher = Publisher(client, interval)
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._stored: list[tuple[list[Event], str]] = []
+        self._halt = threading.Event()
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lockstep-live-pushes", daemon=True)
+        self._thread.start()
+
+    def record(self, rows: Iterable[Event], last_id: str) -> None:
+        with self._lock:
+            self._stored.append((list(rows), last_id))
+        self._wake.set()
+
+    def due(self) -> bool:
+        return False
+
+    def push(self) -> int:
+        self._wake.set()
+        return 0
+
+    def stop(self, *, clear_writer: bool = True) -> None:
+        """Stop the thread (after its push in progress); ``clear_writer``: say the fleet
+        writer is gone (a process stopping; not a handover to another ingester)."""
+        self._halt.set()
+        self._wake.set()
+        self._thread.join(60)
+        if clear_writer:
+            with suppress(redis.RedisError):
+                self.publisher.stop()
+
+    def _run(self) -> None:
+        backoff = PUSH_BACKOFF_INITIAL
+        while not self._halt.is_set():
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            with self._lock:
+                stored, self._stored = self._stored, []
+            for rows, last_id in stored:
+                self.publisher.record(rows, last_id)
+            try:
+                if self.publisher.due():
+                    self.publisher.push()
+                backoff = PUSH_BACKOFF_INITIAL
+            except (redis.RedisError, DatabaseError, InterfaceError) as exc:
+                log.warning(
+                    "live pushes: %s; retrying in %.1fs", " ".join(str(exc).split()), backoff
+                )
+                close_old_connections()
+                self._halt.wait(backoff)
+                backoff = min(PUSH_BACKOFF_MAX, backoff * 2)
+            except Exception:  # a bug: logged with its traceback, the thread goes on
+                log.exception("live pushes failed; retrying in %.1fs", backoff)
+                self._halt.wait(backoff)
+                backoff = min(PUSH_BACKOFF_MAX, backoff * 2)
+        close_old_connections()
 
 
 # ---- who watches which queue -------------------------------------------------------------

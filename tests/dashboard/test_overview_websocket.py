@@ -16,7 +16,7 @@ from django.test import Client
 
 from lockstep.dashboard.asgi import application
 from lockstep.dashboard.monitor.ingest import Ingester
-from lockstep.dashboard.monitor.live import SWEEP_SECONDS
+from lockstep.dashboard.monitor.live import SWEEP_SECONDS, Publisher
 from lockstep.dashboard.web.redis_conn import get_redis
 from lockstep.workers import create_topic
 from lockstep.workers.topics import register_group
@@ -197,8 +197,10 @@ async def test_it_sends_what_changed_after_each_ingester_push_with_the_next_seq(
     page.apply(first)
     lags_after_first = page.column("lag")
     # Production names no queue in an event: the next push shows it by its sweep.
+    publisher = ingester.publisher
+    assert isinstance(publisher, Publisher)  # in the test's thread, not on one of its own
     await sync_to_async(probe_until)(
-        lambda: ingester.publisher.writer.sweep_due(SWEEP_SECONDS), bool, timeout=30
+        lambda: publisher.writer.sweep_due(SWEEP_SECONDS), bool, timeout=30
     )
     more = await sync_to_async(produce)(redis_url, "orders", ["k0", "k1", "k2"])
     await sync_to_async(ingester.push)()

@@ -37,6 +37,7 @@ class Command(BaseCommand):
             batch=max(1, options["batch"]),
             push_interval=settings.LOCKSTEP_PUSH_INTERVAL,
             leases=leases,
+            background=True,
         )
         self.stdout.write(f"ingesting events as {leases.me}")
         self.stdout.flush()
