@@ -54,7 +54,7 @@ class Command(BaseCommand):
             "--rate",
             type=float,
             default=None,
-            help="storage: messages produced per second (200)",
+            help="storage: messages produced per second (200); fleet: the same (1,000)",
         )
         parser.add_argument(
             "--commit-event-interval",
@@ -67,7 +67,8 @@ class Command(BaseCommand):
             "--minutes",
             type=float,
             default=None,
-            help="soak: minutes at half the maximum consume rate (30)",
+            help="soak: minutes at half the maximum consume rate (30); fleet: minutes of the "
+            "live phase (2)",
         )
         parser.add_argument(
             "--idle-seconds",
@@ -110,14 +111,15 @@ class Command(BaseCommand):
             "--consumers",
             type=int,
             default=None,
-            help="rebalance: consumers in the full configuration (200; at least 4)",
+            help="rebalance: consumers in the full configuration (200; at least 4); fleet: "
+            "lockstep consume processes, spread over the groups (16)",
         )
         parser.add_argument(
             "--queues",
             type=int,
             default=None,
             help="rebalance: queues of the topic in the full configuration (1024; at least 4); "
-            "manyqueues: queues the one consumer owns (1024)",
+            "manyqueues: queues the one consumer owns (1024); fleet: queues per topic (1024)",
         )
         parser.add_argument(
             "--processes",
