@@ -112,12 +112,14 @@ def test_it_updates_the_overview_live_with_rates_rows_and_worst_queues(
     produce(redis_url, "orders", [LIVE_KEY] * 4)
 
     _at_least(page, f"{row} td.committed", "data-value", 7)
-    # The summary's rates come from the ingester's readings of the fleet, a few seconds
-    # apart: messages handled out, retries of the failing key.
+    # The summary's rates come from the ingester's sweeps of the fleet, a few seconds
+    # apart: messages handled out (positive once a sweep after the 4 sends has read them;
+    # two sweeps before them make a rate of 0.0), retries of the failing key.
     summary = 'tr.summary-row[data-topic="orders"][data-group="mailer"]'
     page.wait_for_function(
         "(sel) => { const r = document.querySelector(sel);"
         " return r !== null && /^[0-9.]+\\/s$/.test(r.cells[8].textContent)"
+        " && parseFloat(r.cells[8].textContent) > 0"
         " && r.cells[9].textContent !== '0/min'; }",
         arg=summary,
     )
