@@ -96,8 +96,11 @@
 
   function cell(className, text) { return el("td", className, text); }
 
+  // Below one a second, two decimals: a slow group's rate must not read as 0.0/s.
   function rate(value) {
-    return value === null || value === undefined ? "—" : Number(value).toFixed(1) + "/s";
+    if (value === null || value === undefined) return "—";
+    const n = Number(value);
+    return (n > 0 && n < 1 ? n.toFixed(2) : n.toFixed(1)) + "/s";
   }
 
   function formatSeconds(s) {
