@@ -241,7 +241,8 @@ class _Fleet:
             "DEMO_ADMIN_PASSWORD": self.password,
             "LOCKSTEP_EVENT_SHARDS": shards,
             "LOCKSTEP_ALERT_WEBHOOKS": json.dumps([{"url": self.hooks.url}]),
-            "EMAIL_URL": f"filemail://{self.mail}",
+            # environ drops one slash of a path after "filemail://": four keep it absolute.
+            "EMAIL_URL": f"filemail:///{self.mail}",
             "LOCKSTEP_ALERT_EMAIL_TO": "ops@example.com",
         }
 
