@@ -60,8 +60,9 @@ EVENTS_GROUP = "events"
 RECENT_EVENTS = 50
 # Push at least this often even without events: production moves lag without events.
 IDLE_PUSH_SECONDS = 2.0
-# The whole fleet is read again at most this often (more rarely when a sweep is slow:
-# ``FleetWriter.sweep_due``); between sweeps only the queues events named are read.
+# A new sweep of the whole fleet starts at most this often after the last one ended (more
+# rarely when its steps were slow: ``FleetWriter.sweep_due``); between sweeps, and before
+# each of a sweep's steps, the queues events named are read.
 SWEEP_SECONDS = 2.0
 # A failing push (Redis or the database away) is retried after this, doubling up to the max.
 PUSH_BACKOFF_INITIAL = 0.5
@@ -106,8 +107,9 @@ class Publisher:
     """Collects what the ingester stored, keeps the fleet state (``web.store.fleet``) and
     sends the coalesced pushes. Not thread-safe: one ingester thread owns it.
 
-    Each push refreshes the fleet state first: a sweep of the whole fleet when one is due
-    (``FleetWriter.sweep_due``), otherwise a read of the queues the stored events named.
+    Each push refreshes the fleet state first: a read of the queues the stored events
+    named (and of the watched ones), then the next step of a sweep of the whole fleet
+    when one is due (``FleetWriter.sweep_due``; a sweep of a large fleet is many steps).
     Then it sends one hint to the overview's group (its sockets re-read their own page
     of the state), an update to each *watched* queue that changed (``watch``: a queue
     nobody has open costs no message) and the events hint."""
@@ -144,7 +146,8 @@ class Publisher:
         self._dirty = True
 
     def due(self) -> bool:
-        wait = self.interval if self._dirty else IDLE_PUSH_SECONDS
+        busy = self._dirty or self.writer.sweeping
+        wait = self.interval if busy else IDLE_PUSH_SECONDS
         return time.monotonic() - self._last_push >= wait
 
     def push(self) -> int:
@@ -153,10 +156,10 @@ class Publisher:
         off; what was named stays pending for the next push)."""
         self._last_push = time.monotonic()
         self._dirty = False
-        reading = self._refresh()
+        readings = self._refresh()
         # The first push names every queue, so a fresh start leaves a gap in every group
         # a page may watch.
-        sent = publish(self._collect(reading), "live pushes", fresh=not self._pushed)
+        sent = publish(self._collect(readings), "live pushes", fresh=not self._pushed)
         self._pushed = self._pushed or sent > 0
         return sent
 
@@ -166,42 +169,47 @@ class Publisher:
         if clear_writer:
             self.writer.stop()
 
-    def _refresh(self) -> Reading | None:
-        """A sweep when due; else a read of the queues events named and of those some
-        socket watches (production moves a watched queue without an event)."""
+    def _refresh(self) -> list[Reading]:
+        """A read of the queues events named and of those some socket watches
+        (production moves a watched queue without an event), then the next step of a
+        sweep when one is due (``FleetWriter.sweep_step``): what events named is never
+        held up behind a sweep of the whole fleet."""
         self._watched = watched_queues(self.client)
-        if self.writer.sweep_due(SWEEP_SECONDS):
-            reading: Reading | None = self.writer.sweep()
-        elif self._named or self._watched:
-            reading = self.writer.refresh(self._named | self._watched)
-        else:
-            reading = None
+        readings: list[Reading] = []
+        if self._named or self._watched:
+            readings.append(self.writer.refresh(self._named | self._watched))
         self._named = set()
-        return reading
+        if self.writer.sweep_due(SWEEP_SECONDS):
+            readings.append(self.writer.sweep_step()[0])
+        return readings
 
-    def _collect(self, reading: Reading | None) -> list[tuple[str, Message]]:
+    def _collect(self, readings: list[Reading]) -> list[tuple[str, Message]]:
         # Every push hints the overview's sockets, changed or not: a page that hears
         # nothing for a while takes the ingester for gone (live_socket.js, stale).
         messages: list[tuple[str, Message]] = [(OVERVIEW_GROUP, {"type": "overview.update"})]
-        if reading is not None:
-            messages += self._queue_messages(reading)
+        sent: set[QueueRef] = set()
+        for reading in readings:
+            messages += self._queue_messages(reading, sent)
+        self._pending.clear()  # events of queues not read (a topic gone) or not watched
         if self._last_id and self._last_id != self._hinted_id:
             self._hinted_id = self._last_id
             messages.append((EVENTS_GROUP, {"type": "events.hint", "last_id": self._last_id}))
         return messages
 
-    def _queue_messages(self, reading: Reading) -> list[tuple[str, Message]]:
-        """An update for each watched queue of ``reading`` that changed or had events."""
+    def _queue_messages(self, reading: Reading, sent: set[QueueRef]) -> list[tuple[str, Message]]:
+        """An update for each watched queue of ``reading`` that changed or had events, but
+        for those in ``sent`` (already updated in this push); adds those it updates."""
         moved = {QueueRef(t, q) for t, _, q in reading.changed}
         out: list[tuple[str, Message]] = []
         for state in reading.states:
             for q in state["queues"]:
                 ref = QueueRef(state["name"], q["queue"])
                 rows = self._pending.pop(ref, ())
-                if ref in self._watched and (rows or ref in moved or not self._pushed):
+                fresh = rows or ref in moved or not self._pushed
+                if ref in self._watched and ref not in sent and fresh:
+                    sent.add(ref)
                     events = [compact_event(row) for row in rows]
                     out.append(self._queue_message(state, q["queue"], events))
-        self._pending.clear()  # events of queues not read (a topic gone) or not watched
         return out
 
     def _queue_message(

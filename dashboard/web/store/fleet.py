@@ -55,7 +55,7 @@ from lockstep.workers.inspect.consumers import (
 from lockstep.workers.inspect.lag import topic_lag
 from lockstep.workers.inspect.state import join_cards
 from lockstep.workers.refs import GroupQueue, QueueRef
-from lockstep.workers.topics import Topic, get_topic
+from lockstep.workers.topics import Topic, get_topic, groups_of
 
 # Set while a writer is live (it renews it with every write); pages that find it gone
 # sweep themselves. Three missed sweeps of the slowest cadence let it lapse.
@@ -65,6 +65,10 @@ STAMP = "fleet"
 # The runtime samples lag every 10 s (LOCKSTEP_LAG_SAMPLE_SECONDS): a run not told of a
 # sample for two of those asks the stored samples again.
 RUN_RECHECK_MS = 20_000
+# A sweep reads at most this many (queue, group) pairs per step (``sweep_step``): about a
+# tenth of a second of the writer's time on an idle machine, so a refresh of the queues
+# events named never waits long behind a sweep of a large fleet.
+SLICE_PAIRS = 1024
 # Rates are "per second over the last minute", as the overview always showed them.
 RATE_WINDOW_MS = 60_000
 # Text fields are cut to these lengths: rows stay small, pages show the start.
@@ -131,6 +135,59 @@ class Reading:
     changed: set[PairKey] = field(default_factory=set)  # rows written or deleted
 
 
+Slice = tuple[tuple[str, list[int]], ...]
+
+
+@dataclass
+class _Sweep:
+    """A sweep in progress: the topics it reads, the totals its steps found so far (for
+    the rates), the time its steps took."""
+
+    topics: dict[str, Topic]
+    produced: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    handled: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
+    work_s: float = 0.0
+
+    def note(self, reading: Reading) -> None:
+        for state in reading.states:
+            for q in state["queues"]:
+                self.produced[state["name"]] += q["max_offset"]
+                for g in q["groups"]:
+                    self.handled[(state["name"], g["group"])] += q["max_offset"] - g["lag"]
+
+
+def plan_slices(topics: dict[str, tuple[int, int]], pairs: int = SLICE_PAIRS) -> list[Slice]:
+    """A sweep's steps: ``topics`` maps a topic to (its queues, its groups as last seen);
+    every queue of every topic is in exactly one step, each step holds at most ``pairs``
+    (queue, group) pairs (a queue is never split; a topic with more groups than
+    ``pairs`` takes a queue a step), and small topics share a step."""
+    out: list[Slice] = []
+    part: list[tuple[str, list[int]]] = []
+    room = pairs
+    for name in sorted(topics):
+        queues, groups = topics[name]
+        start = 0
+        while start < queues:
+            take = min(queues - start, max(1, room // groups))
+            if part and take * groups > room:
+                out.append(tuple(part))
+                part, room = [], pairs
+                continue
+            part.append((name, list(range(start, start + take))))
+            room -= take * groups
+            start += take
+            if room <= 0:
+                out.append(tuple(part))
+                part, room = [], pairs
+    if part or not out:
+        out.append(tuple(part))
+    return out
+
+
+def _pairs_of(part: Slice) -> set[tuple[str, int]]:
+    return {(name, q) for name, queues in part for q in queues}
+
+
 @dataclass(frozen=True)
 class _Run:
     """A queue's newest run of lag samples showing the same progress with lag > 0, as
@@ -158,26 +215,95 @@ class FleetWriter:
         self._handled: dict[tuple[str, str], deque[tuple[int, int]]] = defaultdict(deque)
         self._retries: dict[tuple[str, str], int] = {}
         self._topics: dict[str, Topic] = {}
+        self._plan: deque[Slice] | None = None
+        self._sweep = _Sweep({})
         self.last_sweep_s = 0.0
         self.swept_at = 0.0
 
     # ---- the two ways in -------------------------------------------------------------
 
     def sweep(self, *, mark_live: bool = True) -> Reading:
-        """Read every topic, write what changed, drop rows of what is gone. ``mark_live``:
-        renew ``WRITER_KEY`` (the ingester's writer; a page sweeping for a missing one
-        does not)."""
+        """Read every topic, write what changed, drop rows of what is gone: a whole sweep
+        in one call (its steps run back to back; a sweep already begun starts over).
+        ``mark_live``: renew ``WRITER_KEY`` (the ingester's writer; a page sweeping for a
+        missing one does not)."""
+        self._plan = None
+        whole = Reading(0)
+        done = False
+        while not done:
+            step, done = self.sweep_step(mark_live=mark_live)
+            whole.now_ms = step.now_ms
+            whole.states += step.states
+            whole.rows |= step.rows
+            whole.topics |= step.topics
+            whole.changed |= step.changed
+        return whole
+
+    def sweep_step(self, *, mark_live: bool = True) -> tuple[Reading, bool]:
+        """Read and write the next slice of the sweep in progress (at most
+        ``SLICE_PAIRS`` (queue, group) pairs, a new sweep planned when none is): a sweep of
+        a large fleet is many steps, and the queues events named are refreshed between
+        them instead of waiting seconds behind one long read. Returns the slice's reading
+        and whether the sweep is now complete: then the rows of topics and queues no
+        longer there are deleted, the rates noted and the sweep stamped."""
         started = time.monotonic()
-        topics = {t.name: t for t in list_topics(self.client)}
-        reading = self._read({name: None for name in topics}, topics)
-        self._retries = _retries_per_group(reading.now_ms)
+        if not self._plan:
+            self._begin_sweep()
+        assert self._plan is not None
+        part = self._plan.popleft()
+        topics = {name: self._sweep.topics[name] for name, _ in part}
+        reading = self._read(dict(part), topics)
         self._load()
-        self._note_rates(reading)
-        self._write(reading, full=True)
-        self.last_sweep_s = time.monotonic() - started
+        self._sweep.note(reading)
+        self._write(reading, read=_pairs_of(part))
+        done = not self._plan
+        self._sweep.work_s += time.monotonic() - started
+        if done:
+            self._end_sweep(reading)
+        self._stamp(reading.now_ms, swept=done, mark_live=mark_live)
+        return reading, done
+
+    @property
+    def sweeping(self) -> bool:
+        """A sweep is begun and not complete."""
+        return bool(self._plan)
+
+    def _begin_sweep(self) -> None:
+        """Plan a sweep's steps by the topics' queues and groups (registered, or seen in
+        the rows when more: a step's size is a guess made before its read)."""
+        topics = {t.name: t for t in list_topics(self.client)}
+        seen: dict[str, set[str]] = defaultdict(set)
+        for topic, group, _ in self._rows:
+            seen[topic].add(group)
+        sizes = {
+            name: (t.queues, max(len(groups_of(self.client, name)), len(seen[name]), 1))
+            for name, t in topics.items()
+        }
+        self._sweep = _Sweep(topics)
+        self._plan = deque(plan_slices(sizes))
+        self._retries = _retries_per_group(redis_now_ms(self.client))
+
+    def _end_sweep(self, last: Reading) -> None:
+        """The whole fleet was read: rows of topics or queues no longer there go, the
+        rates take the sweep's totals, every group's and topic's totals are written."""
+        topics = self._sweep.topics
+        gone = {k for k in self._rows if k[0] not in topics or k[2] >= topics[k[0]].queues}
+        for name, total in self._sweep.produced.items():
+            _keep(self._produced[name], last.now_ms, total)
+        for pair, total in self._sweep.handled.items():
+            _keep(self._handled[pair], last.now_ms, total)
+        with transaction.atomic():
+            _delete(gone)
+            for key in gone:
+                self._rows.pop(key, None)
+            self._write_topics(topics, self._sweep.produced, last.now_ms)
+            self._write_groups(
+                {(k[0], k[1]) for k in self._rows} | {(k[0], k[1]) for k in gone}, last.now_ms
+            )
+        last.changed |= gone
+        self._topics = dict(topics)
+        self.last_sweep_s = self._sweep.work_s
         self.swept_at = time.monotonic()
-        self._stamp(reading.now_ms, swept=True, mark_live=mark_live)
-        return reading
 
     def refresh(self, refs: Iterable[QueueRef]) -> Reading:
         """Read only the queues of ``refs`` (every group of each), write what changed."""
@@ -190,7 +316,7 @@ class FleetWriter:
             if topic is not None:
                 topics[name] = topic
         reading = self._read({n: wanted[n] for n in topics}, topics)
-        self._write(reading, full=False)
+        self._write(reading)
         self._stamp(reading.now_ms, swept=False, mark_live=True)
         return reading
 
@@ -199,9 +325,12 @@ class FleetWriter:
         self.client.delete(WRITER_KEY)
 
     def sweep_due(self, min_interval_s: float) -> bool:
-        """A sweep is due ``min_interval_s`` after the last, or four times as long as the
-        last one took (a sweep of a large fleet never takes more than a quarter of the
-        writer's time)."""
+        """A step of a sweep is due while one is in progress; a new sweep
+        ``min_interval_s`` after the last one ended, or four times as long as its steps
+        took (sweeping a large fleet never takes more than a fifth of the writer's
+        time)."""
+        if self.sweeping:
+            return True
         wait = max(min_interval_s, 4 * self.last_sweep_s)
         return time.monotonic() - self.swept_at >= wait
 
@@ -294,31 +423,16 @@ class FleetWriter:
             self._runs[key] = _Run(progress if since is not None else None, since or 0, now_ms)
         return since
 
-    # ---- rates -----------------------------------------------------------------------
-
-    def _note_rates(self, reading: Reading) -> None:
-        produced: dict[str, int] = defaultdict(int)
-        handled: dict[tuple[str, str], int] = defaultdict(int)
-        for state in reading.states:
-            for q in state["queues"]:
-                produced[state["name"]] += q["max_offset"]
-                for g in q["groups"]:
-                    handled[(state["name"], g["group"])] += q["max_offset"] - g["lag"]
-        for name, total in produced.items():
-            _keep(self._produced[name], reading.now_ms, total)
-        for pair, total in handled.items():
-            _keep(self._handled[pair], reading.now_ms, total)
-
     # ---- writing ---------------------------------------------------------------------
 
-    def _write(self, reading: Reading, *, full: bool) -> None:
+    def _write(self, reading: Reading, *, read: set[tuple[str, int]] | None = None) -> None:
+        """Write the rows of ``reading`` that changed, and delete the rows of the queues
+        it read that it no longer found (a group gone): ``read`` names those queues as
+        (topic, queue), by default every queue ``reading`` has a row of."""
         self._load()
         changed = {k: r for k, r in reading.rows.items() if self._rows.get(k) != r}
-        gone = set(self._rows) - set(reading.rows) if full else set()
-        if not full:  # a queue read alone may have lost a group: its row goes too
-            read_queues = {(k[0], k[2]) for k in reading.rows}
-            gone = {k for k in self._rows if (k[0], k[2]) in read_queues} - set(reading.rows)
-        touched = {(k[0], k[1]) for k in [*changed, *gone]}
+        read_queues = read if read is not None else {(k[0], k[2]) for k in reading.rows}
+        gone = {k for k in self._rows if (k[0], k[2]) in read_queues} - set(reading.rows)
         reading.changed = set(changed) | gone
         with transaction.atomic():
             _upsert(changed, reading.now_ms)
@@ -326,10 +440,7 @@ class FleetWriter:
             for key in gone:
                 self._rows.pop(key, None)
             self._rows.update(changed)
-            if full:
-                touched |= {(k[0], k[1]) for k in self._rows}
-                self._write_topics(reading)
-            self._write_groups(touched, reading.now_ms)
+            self._write_groups({(k[0], k[1]) for k in reading.changed}, reading.now_ms)
         self._topics.update(reading.topics)
 
     def _load(self) -> None:
@@ -392,12 +503,13 @@ class FleetWriter:
             "dead_letters": sum(r["dead_letters"] for r in rows),
         }
 
-    def _write_topics(self, reading: Reading) -> None:
+    def _write_topics(
+        self, topics: dict[str, Topic], produced: dict[str, int], now_ms: int
+    ) -> None:
         groups: dict[str, set[str]] = defaultdict(set)
         for topic_name, group, _ in self._rows:
             groups[topic_name].add(group)
-        produced = {s["name"]: sum(q["max_offset"] for q in s["queues"]) for s in reading.states}
-        for name, topic in reading.topics.items():
+        for name, topic in topics.items():
             TopicStatus.objects.update_or_create(
                 name=name,
                 defaults={
@@ -405,10 +517,10 @@ class FleetWriter:
                     "groups": len(groups.get(name, ())),
                     "in_per_s": _rate(self._produced.get(name)),
                     "produced": produced.get(name, 0),
-                    "updated_ms": reading.now_ms,
+                    "updated_ms": now_ms,
                 },
             )
-        TopicStatus.objects.exclude(name__in=list(reading.topics)).delete()
+        TopicStatus.objects.exclude(name__in=list(topics)).delete()
 
     def _stamp(self, now_ms: int, *, swept: bool, mark_live: bool) -> None:
         values: dict[str, Any] = {"refreshed_ms": now_ms}
