@@ -20,6 +20,10 @@ Contract:
   ``stream_id`` (the entry ID, prefixed ``s<shard>:`` for a shard:
   ``workers.events.stored_id``) and the check for rows already stored make a batch
   replayed by anyone store nothing twice and count nothing twice.
+- **Lag samples per queue.** The beat writes a tick's lag samples as one entry per
+  (topic, group, owner) and up to 256 queues; each is stored as one row per queue,
+  ``<stored id>/<queue>`` (``ingest_store.expand_samples``), as the samples were before
+  they were batched: every reader of the stored rows sees what it saw then.
 - **Several ingesters.** With ``leases`` (``ingest_leases``; ``manage.py ingest_events``
   always has them) each stream is read by the one ingester holding its lease, and a
   killed ingester's streams are taken over when its leases expire, from the cursors in
@@ -63,6 +67,7 @@ from lockstep.dashboard.monitor.ingest_leases import StreamLeases
 from lockstep.dashboard.monitor.ingest_store import (
     StoredEvent,
     bump_counters,
+    expand_samples,
     insert_new,
     write_turn,
 )
@@ -90,6 +95,8 @@ BACKOFF_INITIAL = 0.5
 BACKOFF_MAX = 10.0
 
 # Event type -> the counter (``/metrics``: ``lockstep_<name>_total``) it bumps.
+# Rows a read of one stream should store at most, when its entries expand (``read_count``).
+ROWS_PER_READ = 20_000
 COUNTED = {
     ev.CONSUME_FAILED: "consume_retries",
     ev.DEAD_LETTERED: "dead_letters",
@@ -232,10 +239,7 @@ def store_batch(
     cursor = cursor or load_cursor(stream)
     gap = find_gap(info, cursor)
     after = next_cursor(cursor, info, gap, entries)
-    events = [
-        StoredEvent.decoded(stored_id(stream, entry_id.decode()), decode_event(entry_id, raw))
-        for entry_id, raw in entries
-    ]
+    events = _stored_events(stream, entries)
     if gap is not None:
         events.insert(0, _lost_event(stream, gap))
     with write_turn(), transaction.atomic():
@@ -255,6 +259,28 @@ def store_batch(
             EVENTS_LOST,
         )
     return StoredBatch(new_events, after, gap)
+
+
+def _stored_events(stream: str, entries: list[Entry]) -> list[StoredEvent]:
+    """The rows ``entries`` of ``stream`` are stored as, in stream order: one per entry, but
+    a batch of lag samples, one per queue it samples (``ingest_store.expand_samples``)."""
+    return [
+        row
+        for entry_id, raw in entries
+        for row in expand_samples(
+            StoredEvent.decoded(stored_id(stream, entry_id.decode()), decode_event(entry_id, raw))
+        )
+    ]
+
+
+def read_count(batch: int, entries: int, rows: int) -> int:
+    """Entries to read next from a stream whose last read of ``entries`` stored ``rows``:
+    ``batch``, or fewer while its entries expand to many rows (batches of lag samples,
+    up to 256 rows each), so that a read stores about ``ROWS_PER_READ`` rows at most
+    and an ingester catching up on a backlog of samples stays small in memory."""
+    if rows <= entries or entries == 0:
+        return batch
+    return max(1, min(batch, ROWS_PER_READ * entries // rows))
 
 
 class CursorMoved(Exception):
@@ -362,6 +388,8 @@ class Ingester:
         self.stored = 0
         # Per stream; a stream missing: read its cursor from the database first.
         self._cursors: dict[str, Cursor] = {}
+        # Per stream: entries to read next (``read_count``); missing: ``batch``.
+        self._counts: dict[str, int] = {}
         self._published = leases is None  # whether it held the publisher's lease last pass
         self._known_streams: list[str] = []
         self._standing_by = False
@@ -440,7 +468,7 @@ class Ingester:
         cursor = self._cursors.get(stream)
         if cursor is None:
             cursor = self._cursors[stream] = load_cursor(stream)
-        info, entries = self._read(stream, cursor.last_id)
+        info, entries = self._read(stream, cursor.last_id, self._counts.get(stream, self.batch))
         if not entries and find_gap(info, cursor) is None:
             self._sync_position(stream, info)
             return 0
@@ -455,6 +483,7 @@ class Ingester:
             self._cursors.clear()  # the transaction rolled back: trust only the database
             raise
         self._cursors[stream] = batch.cursor
+        self._counts[stream] = read_count(self.batch, len(entries), len(batch.new_events))
         self.stored += batch.stored
         if self._publishing():
             self.publisher.record(batch.rows(), stored_id(stream, batch.cursor.last_id))
@@ -485,11 +514,11 @@ class Ingester:
         ):
             self._cursors[stream] = store_batch([], cursor, info, stream).cursor
 
-    def _read(self, stream: str, after: str) -> tuple[StreamInfo | None, list[Entry]]:
+    def _read(self, stream: str, after: str, count: int) -> tuple[StreamInfo | None, list[Entry]]:
         # One key, so one slot: a MULTI Redis Cluster accepts.
         pipe = self.client.pipeline(transaction=True)
         pipe.xinfo_stream(stream)
-        pipe.xread({stream: after}, count=self.batch)
+        pipe.xread({stream: after}, count=count)
         info_reply, read_reply = pipe.execute(raise_on_error=False)
         if isinstance(read_reply, Exception):
             raise read_reply

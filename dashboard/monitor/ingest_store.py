@@ -12,18 +12,20 @@ small part. Here statements are built once, values are adapted by the connection
   row with its values quoted in Python, Django's cursors binding on the client);
 - both: the counters in one multi-row upsert.
 
-Every function here runs inside the caller's transaction (``ingest.store_batch``).
+Every write here runs inside the caller's transaction (``ingest.store_batch``);
+``expand_samples`` (a batch of lag samples → the rows stored for it) touches no database.
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any
@@ -31,6 +33,9 @@ from typing import Any
 from django.db import connection
 
 from lockstep.dashboard.web.store.models import Event, EventCounter
+from lockstep.workers.events import LAG_SAMPLED
+
+log = logging.getLogger(__name__)
 
 # Event fields in the order of the INSERT's columns (the database assigns ``id``).
 EVENT_FIELDS = ("stream_id", "type", "ts", "topic", "group", "queue", "key", "token", "consumer")
@@ -39,6 +44,9 @@ EVENT_FIELDS = ("stream_id", "type", "ts", "topic", "group", "queue", "key", "to
 KNOWN_CHUNK = 500
 # Counter series per upsert statement: five parameters each, under the same 999.
 COUNTER_CHUNK = 150
+# A sample's queue must fit ``Event.queue`` (an IntegerField: 32 bits on every database).
+MAX_QUEUE = 2**31 - 1
+STREAM_ID_CHARS = 40  # ``Event.stream_id``'s max_length
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +99,52 @@ class StoredEvent:
             self.consumer,
             self.details,
         )
+
+
+def expand_samples(event: StoredEvent) -> list[StoredEvent]:
+    """The rows stored for ``event``: itself, unless it is a batch of lag samples (a
+    ``lag_sampled`` event naming no queue whose details hold a list ``samples``, as
+    ``monitor.tasks.sample_batches`` writes them). A batch is one row per sample, in its
+    order, as a per-queue sample was stored before batching: the batch's type, time, topic
+    and group, the sample's ``queue``, no consumer, the sample without ``queue`` as
+    details, and the stream ID ``<the batch's stored id>/<queue>`` (unique: a batch stored
+    again stores nothing twice). A sample that is no object, has no queue in
+    0..``MAX_QUEUE``, repeats a queue of the batch or would make an ID longer than the
+    column is skipped, the others kept, with one warning per batch. A ``lag_sampled``
+    event naming a queue (an older beat's, or one written by hand) is stored as it is."""
+    samples = event.details.get("samples")
+    if event.type != LAG_SAMPLED or event.queue is not None or not isinstance(samples, list):
+        return [event]
+    rows: dict[str, StoredEvent] = {}
+    for sample in samples:
+        row = _sample_row(event, sample)
+        if row is not None:
+            rows.setdefault(row.stream_id, row)  # a queue repeated: its first sample
+    if len(rows) < len(samples):
+        log.warning(
+            "ingester: %d of the %d lag samples of %s were skipped: no object, no queue in "
+            "0..%d, a queue repeated, or a stream ID over %d characters",
+            len(samples) - len(rows),
+            len(samples),
+            event.stream_id,
+            MAX_QUEUE,
+            STREAM_ID_CHARS,
+        )
+    return list(rows.values())
+
+
+def _sample_row(batch: StoredEvent, sample: object) -> StoredEvent | None:
+    """One sample of ``batch`` as its row; None for one that cannot be stored."""
+    if not isinstance(sample, dict):
+        return None
+    queue = sample.get("queue")
+    if not isinstance(queue, int) or isinstance(queue, bool) or not 0 <= queue <= MAX_QUEUE:
+        return None
+    stream_id = f"{batch.stream_id}/{queue}"
+    if len(stream_id) > STREAM_ID_CHARS:  # cut, two samples' IDs could be one
+        return None
+    details = {k: v for k, v in sample.items() if k != "queue"}
+    return replace(batch, stream_id=stream_id, queue=queue, consumer="", details=details)
 
 
 @cache

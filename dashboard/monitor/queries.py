@@ -33,9 +33,11 @@ LOCK_ENDS = {
     ev.LOCK_RENEW_FAILED: "renew_failed",
     ev.FENCING_REJECTED: "fenced",
 }
-# An event's ID: its stream entry ID, or one the ingester made up for an event of its own
-# (``lost:<entry ID>`` for the ``events_lost`` marker of a gap).
-STREAM_ID = re.compile(r"^(?:[a-z_]{1,10}:)?\d{1,20}-\d{1,20}$")
+# An event's ID: its stream entry ID, ``s<shard>:`` before it for a shard's entry
+# (``workers.events.stored_id``), ``/<queue>`` after it for one queue's row of a batch of
+# lag samples (``ingest_store.expand_samples``), or one the ingester made up for an event
+# of its own (``lost:<stored ID>`` for the ``events_lost`` marker of a gap).
+STREAM_ID = re.compile(r"^(?:[a-z_][a-z0-9_]{0,9}:){0,2}\d{1,20}-\d{1,20}(?:/\d{1,10})?$")
 
 
 # ---- one consumer group ----------------------------------------------------------------

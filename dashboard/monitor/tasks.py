@@ -1,7 +1,11 @@
 """Scheduled work (Celery beat): lag sampling into the event log, and retention.
 
 ``sample_lag`` is skipped while Redis is unreachable (it returns ``SKIPPED``): that tick's
-samples are missing, the next tick samples again."""
+samples are missing, the next tick samples again. A tick samples every (topic, queue,
+group) but writes one stream entry per (topic, group, owner) and up to
+``SAMPLES_PER_EVENT`` queues (``sample_batches``): the ingester stores them back as one
+row per queue (``ingest_store.expand_samples``), so the stream's load follows the
+consumers, not the queues (docs/events.md §2)."""
 
 from __future__ import annotations
 
@@ -31,12 +35,17 @@ from lockstep.workers.inspect.state import group_state
 from lockstep.workers.refs import GroupQueue, QueueRef
 from lockstep.workers.topics import Topic
 
-# A sample is one event per (topic, queue, group) every LOCKSTEP_LAG_SAMPLE_SECONDS: its
-# key lists are capped so that a queue with thousands of stuck keys still makes a small
-# event. The owner's card lists its 20 blocked longest already.
+# A sample is one per (topic, queue, group) every LOCKSTEP_LAG_SAMPLE_SECONDS: its key
+# lists are capped so that a queue with thousands of stuck keys still makes a small
+# sample. The owner's card lists its 20 blocked longest already.
 BLOCKED_KEYS_CAP = 20
 HELD_KEYS_CAP = 50
 ERROR_CHARS = 200
+# Queues per lag_sampled stream entry. A queue's sample is 200-300 bytes of JSON without
+# blocked or held keys, so a full entry is 50-75 KB: one XADD and one JSON parse, under
+# 100 KB, while a tick of 16,384 (queue, group) pairs owned by 16 consumers is 64 entries
+# instead of 16,384.
+SAMPLES_PER_EVENT = 256
 
 
 class _Cell(NamedTuple):
@@ -50,14 +59,49 @@ class _Cell(NamedTuple):
 @shared_task
 @skipped_during_redis_outage
 def sample_lag() -> int:
-    """Append one ``lag_sampled`` event per (topic, queue, group): the history the queue
-    charts and the nightly analytics read (docs/events.md §2, docs/analytics.md §2)."""
+    """Append every (topic, queue, group)'s lag sample, batched per (topic, group, owner)
+    (``sample_batches``): the history the queue charts and the nightly analytics read once
+    the ingester stored it per queue (docs/events.md §2, docs/analytics.md §2). Returns the
+    stream entries written."""
     client = get_redis()
-    return ev.append(client, lag_samples(client), Limits.from_env().events_maxlen)
+    entries = sample_batches(lag_samples(client))
+    return ev.append(client, entries, Limits.from_env().events_maxlen)
+
+
+def sample_batches(samples: list[ev.Event]) -> list[ev.Event]:
+    """``samples`` (one per (topic, queue, group), as ``lag_samples`` makes them) as the
+    ``lag_sampled`` entries the stream carries: per (topic, group, owner), sorted by those,
+    the samples in queue order, at most ``SAMPLES_PER_EVENT`` per entry. An entry names no
+    queue; its ``consumer`` is the owner ("" for the unowned queues) and its details are
+    ``{"samples": [{"queue": <queue>, **<the sample's details>}, ...]}``."""
+    owned: dict[tuple[str, str, str], list[ev.Event]] = defaultdict(list)
+    for sample in sorted(samples, key=_queue_of):
+        owned[(sample.topic, sample.group, str(sample.details.get("owner") or ""))].append(sample)
+    return [
+        _batch(topic, group, owner, queues[i : i + SAMPLES_PER_EVENT])
+        for (topic, group, owner), queues in sorted(owned.items())
+        for i in range(0, len(queues), SAMPLES_PER_EVENT)
+    ]
+
+
+def _queue_of(sample: ev.Event) -> int:
+    return -1 if sample.queue is None else sample.queue
+
+
+def _batch(topic: str, group: str, owner: str, samples: list[ev.Event]) -> ev.Event:
+    return ev.Event(
+        ev.LAG_SAMPLED,
+        samples[0].ts_ms,
+        topic,
+        group,
+        consumer=owner,
+        details={"samples": [{"queue": s.queue, **s.details} for s in samples]},
+    )
 
 
 def lag_samples(client: redis.Redis) -> list[ev.Event]:
-    """Every (topic, queue, group)'s sample at one Redis time: its lag (as
+    """Every (topic, queue, group)'s sample at one Redis time, one event each as the
+    ingester stores it (the stream carries them batched: ``sample_batches``): its lag (as
     ``workers.inspect.overview``), its owner's state, retries and blocked keys (as
     ``topic_state``), its held keys, and the key of the message at its committed offset
     when it is behind. The live consumers are read once, then each topic in a few

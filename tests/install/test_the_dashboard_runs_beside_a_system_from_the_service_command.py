@@ -159,12 +159,13 @@ def _orders_keys(client: redis.Redis) -> list[bytes]:
 
 
 def _latest_lags(client: redis.Redis) -> dict[int, int]:
-    """The lag of each queue of the group in its newest ``lag_sampled`` event (written by
-    the dashboard's periodic task)."""
+    """The lag of each queue of the group in its newest ``lag_sampled`` sample (written by
+    the dashboard's periodic task: batches of samples, one per queue, docs/events.md §2)."""
     latest: dict[int, int] = {}
     for event in read_all_events(client):
         if (event["type"], event["topic"], event["group"]) == ("lag_sampled", TOPIC, GROUP):
-            latest[event["queue"]] = event["details"]["lag"]
+            for sample in event["details"]["samples"]:
+                latest[sample["queue"]] = sample["lag"]
     return latest
 
 
