@@ -285,6 +285,9 @@ CELERY_BEAT_SCHEDULE = {
     "lockstep-sample-lag": {
         "task": "lockstep.dashboard.monitor.tasks.sample_lag",
         "schedule": LOCKSTEP_LAG_SAMPLE_SECONDS,
+        # A tick still waiting when the next is sent is superseded by it: behind a long
+        # task, samples resume at the next tick instead of a backlog of stale ones.
+        "options": {"expires": LOCKSTEP_LAG_SAMPLE_SECONDS},
     },
     "lockstep-prune-events": {
         "task": "lockstep.dashboard.monitor.tasks.prune_events",

@@ -59,7 +59,9 @@ from lockstep.workers.inspect import DeadLetter as RuntimeDeadLetter
 from lockstep.workers.inspect import (
     dead_letter_streams,
     dead_letters_present,
+    entry_id_order,
     get_dead_letter,
+    newest_dead_letter_ids,
     read_dead_letters,
 )
 from lockstep.workers.message import REPLAY_ID_HEADER
@@ -106,18 +108,38 @@ def sync_dead_letters(
     result = SyncResult(status_changes=apply_runtime_events())
     result.status_changes += reconcile_waiting(client)
     cursors = dict(SyncCursor.objects.values_list("name", "last_id"))
+    for ref, stream_group, after in _streams_with_news(client, group, cursors):
+        if result.copied >= limit:
+            result.more = True
+            break
+        name = cursor_name(ref, stream_group)
+        _sync_stream(client, ref, stream_group, name, after, limit, result)
+    return result
+
+
+def _streams_with_news(
+    client: redis.Redis, group: str | None, cursors: dict[str, str]
+) -> list[tuple[QueueRef, str, str]]:
+    """The (queue, group, cursor) of every dead-letter stream (of ``group``'s, when given)
+    whose newest entry is past its cursor, found in one pipelined round trip per thousand
+    streams: a fleet of 16,384 (queue, group) pairs cost a sync a round trip each, and it
+    took minutes on a loaded machine while the worker's other tasks waited."""
+    pairs = []
     for ref, stream_group in dead_letter_streams(client):
         if group is not None and stream_group != group:
             continue
         if len(stream_group) > GROUP_MAX_LENGTH:
             log.warning("dead-letter sync: group name too long, skipped: %.80s…", stream_group)
             continue
-        if result.copied >= limit:
-            result.more = True
-            break
-        name = cursor_name(ref, stream_group)
-        _sync_stream(client, ref, stream_group, name, cursors.get(name, "0-0"), limit, result)
-    return result
+        pairs.append((ref, stream_group))
+    out = []
+    for (ref, stream_group), newest in zip(
+        pairs, newest_dead_letter_ids(client, pairs), strict=True
+    ):
+        after = cursors.get(cursor_name(ref, stream_group), "0-0")
+        if newest is not None and entry_id_order(newest) > entry_id_order(after):
+            out.append((ref, stream_group, after))
+    return out
 
 
 def sync_all(client: redis.Redis, *, group: str | None = None, rounds: int = 100) -> SyncResult:

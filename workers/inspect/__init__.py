@@ -40,8 +40,10 @@ from lockstep.workers.inspect.dead_letters import (
     dead_letters_per_group,
     dead_letters_per_queue,
     dead_letters_present,
+    entry_id_order,
     get_dead_letter,
     list_dead_letters,
+    newest_dead_letter_ids,
     read_dead_letters,
 )
 from lockstep.workers.inspect.held import (
@@ -109,6 +111,7 @@ __all__ = [
     "dead_letters_per_group",
     "dead_letters_per_queue",
     "dead_letters_present",
+    "entry_id_order",
     "get_dead_letter",
     "get_topic",
     "group_members",
@@ -122,6 +125,7 @@ __all__ = [
     "max_offset",
     "message_at",
     "messages_by_key",
+    "newest_dead_letter_ids",
     "overview",
     "parked_messages",
     "parked_offsets",

@@ -158,6 +158,34 @@ def dead_letter_streams(client: redis.Redis) -> list[tuple[QueueRef, str]]:
     ]
 
 
+# Streams asked per pipelined round trip by ``newest_dead_letter_ids``.
+NEWEST_CHUNK = 1_000
+
+
+def newest_dead_letter_ids(
+    client: redis.Redis, wanted: Sequence[tuple[QueueRef, str]]
+) -> list[str | None]:
+    """For each (queue, group) of ``wanted``, in order: the entry ID of its newest dead
+    letter, ``None`` when it has none; one pipelined round trip per ``NEWEST_CHUNK``. A
+    reader that keeps a cursor per stream reads only the streams with an ID past it,
+    instead of a round trip for every (queue, group) of the fleet."""
+    out: list[str | None] = []
+    for start in range(0, len(wanted), NEWEST_CHUNK):
+        pipe = client.pipeline(transaction=False)
+        for ref, group in wanted[start : start + NEWEST_CHUNK]:
+            pipe.xrevrange(keys.dead_letters(ref, group), "+", "-", count=1)
+        for reply in pipe.execute():
+            found = entries(reply)
+            out.append(as_bytes(found[0][0]).decode() if found else None)
+    return out
+
+
+def entry_id_order(entry_id: str) -> tuple[int, int]:
+    """A stream entry ID as a sortable pair (``"0-0"`` is the smallest)."""
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
 def get_dead_letter(
     client: redis.Redis, ref: QueueRef, group: str, dlq_id: str
 ) -> DeadLetter | None:
