@@ -494,6 +494,8 @@ async def _live(
     readers.append(asyncio.create_task(read_probe()))
     samples: list[dict[str, float]] = []
     latencies: list[float] = []
+    committed: list[float | None] = []
+    stored: list[float | None] = []
     missed = 0
     producer = Producer(fleet.url)
     started = time.monotonic()
@@ -507,11 +509,14 @@ async def _live(
                 sent_at = time.monotonic()
                 offset = producer.send(PROBE_TOPIC, _key_on(queue), b"{}").offset
                 wanted = offset + 1
-                latency = await _probe_seen(rows, queue, wanted, sent_at, timeout=10.0)
+                stages = _ProbeStages(fleet, client, queue, wanted, sent_at)
+                latency = await _probe_seen(rows, stages, timeout=10.0)
                 if latency is None:
                     missed += 1
                 else:
                     latencies.append(latency)
+                    committed.append(stages.committed_s)
+                    stored.append(stages.stored_s)
                 queue = (queue + 1) % PROBE_QUEUES
                 next_probe = sent_at + PROBE_GAP_S
             await asyncio.sleep(1.0)
@@ -530,6 +535,12 @@ async def _live(
         "push_latency_p50_s": round(_percentile(latencies, 0.5), 3) if latencies else None,
         "push_latency_p95_s": round(_percentile(latencies, 0.95), 3) if latencies else None,
         "push_latency_samples": len(latencies),
+        # Where the time goes, medians: the send to the consumer's commit in Redis, and to
+        # the fleet state's row showing it (the rest is the push and the socket's re-read).
+        "push_latency_stages_p50_s": {
+            "committed": _median_of(committed),
+            "fleet_state": _median_of(stored),
+        },
         "push_latency_missed": missed,
         "ingest": _ingest_figures(samples),
         "cpu_share_live": {
@@ -548,14 +559,50 @@ async def _live(
     }
 
 
-async def _probe_seen(
-    rows: dict[int, int], queue: int, wanted: int, sent_at: float, timeout: float
-) -> float | None:
-    while time.monotonic() - sent_at < timeout:
-        if rows.get(queue, -1) >= wanted:
-            return time.monotonic() - sent_at
+@dataclass
+class _ProbeStages:
+    """One probe's way to the socket: when the consumer's commit reached Redis and when
+    the fleet state's row showed it, in seconds after the send (None: not seen)."""
+
+    fleet: _Fleet
+    client: redis.Redis
+    queue: int
+    wanted: int
+    sent_at: float
+    committed_s: float | None = None
+    stored_s: float | None = None
+
+    def poll(self) -> None:
+        now = time.monotonic() - self.sent_at
+        if self.committed_s is None:
+            ref = QueueRef(PROBE_TOPIC, self.queue)
+            if (
+                int(self.client.hget(keys.offset(ref, PROBE_GROUP), "committed") or 0)
+                >= self.wanted
+            ):
+                self.committed_s = round(now, 3)
+        if self.stored_s is None:
+            sql = (
+                "SELECT committed_offset FROM monitor_queuestatus WHERE topic = "
+                f"'{PROBE_TOPIC}' AND queue = {self.queue}"
+            )
+            found = self.fleet.query(sql)
+            if found and int(str(found[0][0])) >= self.wanted:
+                self.stored_s = round(now, 3)
+
+
+async def _probe_seen(rows: dict[int, int], stages: _ProbeStages, timeout: float) -> float | None:
+    while time.monotonic() - stages.sent_at < timeout:
+        if rows.get(stages.queue, -1) >= stages.wanted:
+            return time.monotonic() - stages.sent_at
+        stages.poll()
         await asyncio.sleep(0.02)
     return None
+
+
+def _median_of(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return round(statistics.median(known), 3) if known else None
 
 
 def _key_on(queue: int) -> str:

@@ -25,7 +25,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any
@@ -144,7 +144,11 @@ def _sample_row(batch: StoredEvent, sample: object) -> StoredEvent | None:
     if len(stream_id) > STREAM_ID_CHARS:  # cut, two samples' IDs could be one
         return None
     details = {k: v for k, v in sample.items() if k != "queue"}
-    return replace(batch, stream_id=stream_id, queue=queue, consumer="", details=details)
+    # Positional, as ``dataclasses.replace`` would not be: a tick is thousands of rows.
+    b = batch
+    return StoredEvent(
+        stream_id, b.type, b.ts, b.topic, b.group, queue, b.key, b.token, "", details
+    )
 
 
 @cache
@@ -227,11 +231,13 @@ def _insert_events(events: list[StoredEvent]) -> None:
     """One prepared INSERT for all rows (SQLite runs ``executemany`` in C). A row that
     appeared meanwhile anyway is skipped by the unique ``stream_id``."""
     ops = connection.ops
+    # A batch of samples is thousands of rows of one time: adapted once.
+    times = {ts: ops.adapt_datetimefield_value(ts) for ts in {e.ts for e in events}}
     values = [
         (
             e.stream_id,
             e.type,
-            ops.adapt_datetimefield_value(e.ts),
+            times[e.ts],
             e.topic,
             e.group,
             e.queue,

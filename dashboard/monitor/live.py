@@ -41,6 +41,7 @@ from typing import Any
 import redis
 from django.db import DatabaseError, InterfaceError, close_old_connections
 
+from lockstep.dashboard.monitor.ingest_store import StoredEvent
 from lockstep.dashboard.monitor.queries import NOISY_TYPES, event_dict
 from lockstep.dashboard.web.publish import group_part, publish
 from lockstep.dashboard.web.store.fleet import FleetWriter, Reading
@@ -84,9 +85,13 @@ def queue_group(topic: str, queue: int) -> str:
     return f"queue.{group_part(topic)}.{queue}"
 
 
-def compact_event(row: Event) -> dict[str, Any]:
+# What the ingester hands the publisher: stored events, as ``Event`` rows or not yet.
+Stored = Event | StoredEvent
+
+
+def compact_event(row: Stored) -> dict[str, Any]:
     """``event_dict(row)`` with large details reduced to their (shortened) scalar fields."""
-    data = event_dict(row)
+    data = event_dict(row if isinstance(row, Event) else row.model())
     data["details"] = compact_details(row.details)
     return data
 
@@ -119,7 +124,7 @@ class Publisher:
         self.interval = interval
         self.writer = FleetWriter(client)
         self._pushed = False
-        self._pending: dict[QueueRef, deque[Event]] = {}
+        self._pending: dict[QueueRef, deque[Stored]] = {}
         self._named: set[QueueRef] = set()
         self._watched: set[QueueRef] = set()
         self._last_id = ""
@@ -127,7 +132,7 @@ class Publisher:
         self._dirty = False
         self._last_push = 0.0
 
-    def record(self, rows: Iterable[Event], last_id: str) -> None:
+    def record(self, rows: Iterable[Stored], last_id: str) -> None:
         """Remember newly stored events (their queues are read and pushed at the next
         tick)."""
         for row in rows:
@@ -233,13 +238,13 @@ class PushThread:
         self.publisher = Publisher(client, interval)
         self.interval = interval
         self._lock = threading.Lock()
-        self._stored: list[tuple[list[Event], str]] = []
+        self._stored: list[tuple[list[Stored], str]] = []
         self._halt = threading.Event()
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lockstep-live-pushes", daemon=True)
         self._thread.start()
 
-    def record(self, rows: Iterable[Event], last_id: str) -> None:
+    def record(self, rows: Iterable[Stored], last_id: str) -> None:
         with self._lock:
             self._stored.append((list(rows), last_id))
         self._wake.set()
