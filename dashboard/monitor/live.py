@@ -4,7 +4,8 @@ Channel-layer messages are at-most-once (``channels_redis`` drops a message when
 receiving channel is full, about 1,000 a second here) and carry no ordering promise, so
 nothing is ever sent per event. Instead, every ``push`` first brings the fleet state up
 to date (``web.store.fleet``), then sends at most one message per channel group,
-numbered by ``web.publish`` (its group's ``seq``):
+numbered by ``web.publish`` (its group's ``seq``); a push that also runs a step of a
+sweep of the fleet sends twice, the named queues' changes first:
 
 - group ``overview``: ``{"type": "overview.update", "seq"}`` when the fleet state
   changed: a hint, no data; each overview socket reads its own page of the state and
@@ -158,10 +159,20 @@ class Publisher:
     def push(self) -> int:
         """Refresh the fleet state and send what changed; returns how many messages were
         sent to the channel layer. Redis and database errors propagate (the caller backs
-        off; what was named stays pending for the next push)."""
+        off; what was named stays pending for the next push).
+
+        Two sends when a sweep step is due: first what the named and watched queues
+        changed, then the step's changes. A change an event named is therefore on the
+        pages one refresh after it was stored, never held behind a step of the sweep
+        (docs/fleet-state.md)."""
         self._last_push = time.monotonic()
         self._dirty = False
-        readings = self._refresh()
+        sent = self._send(self._refresh_named())
+        if self.writer.sweep_due(SWEEP_SECONDS):
+            sent += self._send([self.writer.sweep_step()[0]])
+        return sent
+
+    def _send(self, readings: list[Reading]) -> int:
         # The first push names every queue, so a fresh start leaves a gap in every group
         # a page may watch.
         sent = publish(self._collect(readings), "live pushes", fresh=not self._pushed)
@@ -174,18 +185,14 @@ class Publisher:
         if clear_writer:
             self.writer.stop()
 
-    def _refresh(self) -> list[Reading]:
+    def _refresh_named(self) -> list[Reading]:
         """A read of the queues events named and of those some socket watches
-        (production moves a watched queue without an event), then the next step of a
-        sweep when one is due (``FleetWriter.sweep_step``): what events named is never
-        held up behind a sweep of the whole fleet."""
+        (production moves a watched queue without an event)."""
         self._watched = watched_queues(self.client)
         readings: list[Reading] = []
         if self._named or self._watched:
             readings.append(self.writer.refresh(self._named | self._watched))
         self._named = set()
-        if self.writer.sweep_due(SWEEP_SECONDS):
-            readings.append(self.writer.sweep_step()[0])
         return readings
 
     def _collect(self, readings: list[Reading]) -> list[tuple[str, Message]]:

@@ -18,7 +18,7 @@ import json
 import time
 from collections import defaultdict, deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis
@@ -400,7 +400,7 @@ class FleetWriter:
         if lag <= 0:
             self._runs[key] = _Run(None, ts_ms, ts_ms)
         elif run is not None and run.progress == progress:
-            self._runs[key] = replace(run, seen_ms=ts_ms)
+            self._runs[key] = _Run(run.progress, run.since_ms, ts_ms)  # (a tick: 1,000s)
         else:
             self._runs[key] = _Run(progress, ts_ms, ts_ms)
 
