@@ -26,6 +26,7 @@ from django.db import connection, transaction
 from django.db.models import Count
 
 from lockstep.dashboard.web.store import queries
+from lockstep.dashboard.web.store.cards import CardCache
 from lockstep.dashboard.web.store.models import (
     Event,
     FleetStamp,
@@ -47,11 +48,7 @@ from lockstep.workers.inspect import (
     list_topics,
     redis_now_ms,
 )
-from lockstep.workers.inspect.consumers import (
-    cards_of,
-    heartbeat_timeout,
-    registered_consumers_named,
-)
+from lockstep.workers.inspect.consumers import heartbeat_timeout
 from lockstep.workers.inspect.lag import topic_lag
 from lockstep.workers.inspect.state import join_cards
 from lockstep.workers.refs import GroupQueue, QueueRef
@@ -208,6 +205,7 @@ class FleetWriter:
         ingester's long-lived writer); a page's one-off sweep asks the stored samples."""
         self.client = client
         self.keeps_history = keeps_history
+        self._cards = CardCache(client)
         self._rows: dict[PairKey, Row] = {}
         self._loaded = False
         self._runs: dict[PairKey, _Run] = {}
@@ -341,12 +339,12 @@ class FleetWriter:
         reading = Reading(now_ms, topics=topics)
         lags = [topic_lag(self.client, topics[n], now_ms, wanted[n]) for n in wanted]
         owners = {g["owner"] for t in lags for q in t["queues"] for g in q["groups"] if g["owner"]}
-        registered = registered_consumers_named(self.client, owners)
+        registered = self._cards.registered(owners, now_ms)
         beats = heartbeats_of(registered)
         timeout_ms = heartbeat_timeout() * 1000
         live = [c for c in registered if now_ms - c["heartbeat_at_ms"] <= timeout_ms]
-        cards = cards_of(live, None)
         live_ids = {c["id"] for c in live}
+        cards = self._cards.snapshots(lags, live_ids)
         snapshot: Overview = {"generated_at_ms": now_ms, "topics": lags}
         holds = self._holds(lags)
         stuck = stuck_queues(
