@@ -89,9 +89,12 @@ def check_day(day: date) -> date:
 
 
 def default_day() -> date:
-    """The latest day with a report; yesterday (UTC) when there is none yet."""
+    """The latest day with a report; today (UTC) when there is none yet: the day whose
+    data the writer is appending now, so the page opens on the day a first run (the
+    demo's, or "Run now") has something to analyse. The nightly run reports yesterday
+    from then on."""
     latest = AnalyticsRun.objects.reports().order_by("-day", "-started_at").first()
-    return latest.day if latest else today() - timedelta(days=1)
+    return latest.day if latest else today()
 
 
 # ---- the report of a day -----------------------------------------------------------------
@@ -118,6 +121,7 @@ def day_report(day: date, topic: str = "", group: str = "", queue: int | None = 
         "selected": None,
         "headline": [],
         "compared_with": {},
+        "comparison_notes": [],
         "hourly": {"queue": None, "rows": []},
         "queues": [],
         "stuck_episodes": [],
@@ -135,6 +139,7 @@ def day_report(day: date, topic: str = "", group: str = "", queue: int | None = 
         selected={"topic": chosen.topic, "group": chosen.group, "queue": shown_queue},
         headline=[_headline(f, chosen, compared) for f in HEADLINE],
         compared_with={name: c["about"] for name, c in compared.items()},
+        comparison_notes=_comparison_notes(compared, chosen),
         hourly=_hourly(run, chosen, shown_queue),
         queues=queues,
         stuck_episodes=_stuck(run, chosen),
@@ -217,6 +222,31 @@ def _earlier(day: date, chosen: GroupDay) -> dict[str, Any]:
     state = "ok" if figures else "no_figures" if run else "no_report"
     about = {"day": day.isoformat(), "run_id": run.pk if run else None, "state": state}
     return {"about": about, "figures": figures}
+
+
+COMPARED_LABELS = {"previous": "the day before", "week_earlier": "the week before"}
+
+
+def _comparison_notes(compared: dict[str, Any], chosen: GroupDay) -> list[str]:
+    """Why a comparison is missing, once per earlier day rather than in every figure:
+    that day has no report (and how to get one), or its report has no figures of the
+    shown (topic, group)."""
+    notes = []
+    for name, earlier in compared.items():
+        about = earlier["about"]
+        label = f"{COMPARED_LABELS.get(name, name)} ({about['day']})"
+        if about["state"] == "no_report":
+            notes.append(
+                f"No comparison with {label}: that day has no report. The nightly run "
+                f"reports each day once it is over; for an earlier day, run "
+                f"python manage.py run_analytics --date {about['day']}."
+            )
+        elif about["state"] == "no_figures":
+            notes.append(
+                f"No comparison with {label}: its report has no figures of "
+                f"{chosen.topic}/{chosen.group}."
+            )
+    return notes
 
 
 def _headline(figure: Figure, chosen: GroupDay, compared: dict[str, Any]) -> dict[str, Any]:

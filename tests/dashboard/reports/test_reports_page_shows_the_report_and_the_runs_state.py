@@ -74,7 +74,7 @@ def test_it_shows_a_failed_run_above_the_report_it_did_not_replace(signed_in: Cl
     assert f'data-run="{good.pk}"' in html
     assert '<div class="figure-value" data-value="12.0">12 s</div>' in html
     # Neither the day before nor a week before has a report to compare with.
-    assert html.count(">no report</dd>") == 2 * 12
+    assert html.count('<span class="no-compare" title="no report of') == 2 * 12
     assert 'tr class="queue-day" data-queue="3"' in html
     assert 'id="lag-chart"' in html and "vendor/uplot/uPlot.iife.min.js" in html
 
