@@ -46,7 +46,7 @@ from lockstep.workers.config import commit_event_interval_from_env
 from lockstep.workers.connection import Keyed, execute_per_node
 from lockstep.workers.env import env_int
 from lockstep.workers.outage import REDIS_DOWN, redis_outage
-from lockstep.workers.redis_types import Entry, entries
+from lockstep.workers.redis_types import Entry, entries, entry_id_order
 from lockstep.workers.refs import QueueRef
 
 log = logging.getLogger(__name__)
@@ -275,8 +275,7 @@ def read_all_events(client: redis.Redis, shards: int | None = None) -> list[dict
     merged: list[tuple[tuple[int, int], int, dict[str, Any]]] = []
     for rank, stream in enumerate(event_streams(client, shards)):
         for event in read_stream_events(client, stream):
-            ms, _, seq = event["id"].rpartition(":")[2].partition("-")
-            merged.append(((int(ms), int(seq or 0)), rank, event))
+            merged.append((entry_id_order(event["id"].rpartition(":")[2]), rank, event))
     # Stable: within one stream IDs only grow, so a stream's own order is kept.
     merged.sort(key=lambda item: (item[0], item[1]))
     return [event for _, _, event in merged]

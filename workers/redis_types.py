@@ -49,3 +49,10 @@ def script_entries(reply: Any) -> list[Entry]:
         pairs = iter(flat)
         out.append((entry_id, dict(zip(pairs, pairs, strict=False))))
     return out
+
+
+def entry_id_order(entry_id: str) -> tuple[int, int]:
+    """A stream entry ID (``<ms>-<seq>``, or ``<ms>`` alone as XRANGE accepts it) as a
+    sortable pair: ``"0-0"`` is the smallest."""
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)

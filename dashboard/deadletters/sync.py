@@ -59,12 +59,12 @@ from lockstep.workers.inspect import DeadLetter as RuntimeDeadLetter
 from lockstep.workers.inspect import (
     dead_letter_streams,
     dead_letters_present,
-    entry_id_order,
     get_dead_letter,
     newest_dead_letter_ids,
     read_dead_letters,
 )
 from lockstep.workers.message import REPLAY_ID_HEADER
+from lockstep.workers.redis_types import entry_id_order
 from lockstep.workers.refs import QueueRef
 
 log = logging.getLogger(__name__)

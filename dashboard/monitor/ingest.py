@@ -83,7 +83,7 @@ from lockstep.workers import keys
 from lockstep.workers.connection import cluster_of
 from lockstep.workers.events import decode_event, event_shards_from_env, event_streams, stored_id
 from lockstep.workers.outage import REDIS_DOWN, redis_outage
-from lockstep.workers.redis_types import Entry, xread_entries
+from lockstep.workers.redis_types import Entry, entry_id_order, xread_entries
 
 log = logging.getLogger(__name__)
 
@@ -104,12 +104,6 @@ COUNTED = {
     ev.LOCK_ACQUIRED: "lock_owner_changes",
     ev.FENCING_REJECTED: "fencing_rejections",
 }
-
-
-def id_key(stream_id: str) -> tuple[int, int]:
-    """A stream ID as a comparable (ms, seq) pair."""
-    ms, _, seq = stream_id.partition("-")
-    return int(ms), int(seq or 0)
 
 
 @dataclass(frozen=True)
@@ -189,7 +183,7 @@ def find_gap(info: StreamInfo | None, cursor: Cursor) -> Gap | None:
     if info is None or info.removed == 0:
         return None
     resumed = info.first_id or info.last_generated_id
-    if id_key(resumed) <= id_key(cursor.last_id):
+    if entry_id_order(resumed) <= entry_id_order(cursor.last_id):
         return None
     if info.removed is None:
         return Gap(cursor.last_id, resumed, None) if cursor.last_id != "0-0" else None

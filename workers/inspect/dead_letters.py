@@ -180,12 +180,6 @@ def newest_dead_letter_ids(
     return out
 
 
-def entry_id_order(entry_id: str) -> tuple[int, int]:
-    """A stream entry ID as a sortable pair (``"0-0"`` is the smallest)."""
-    ms, _, seq = entry_id.partition("-")
-    return int(ms), int(seq or 0)
-
-
 def get_dead_letter(
     client: redis.Redis, ref: QueueRef, group: str, dlq_id: str
 ) -> DeadLetter | None:
