@@ -1,19 +1,28 @@
 """Typed settings helpers for Django: the runtime's helpers, re-raised as
 ``ImproperlyConfigured`` so a bad value stops the web side at start-up."""
 
+import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
+from lockstep.checkout import stores_line
 from lockstep.workers import env as runtime_env
 from lockstep.workers.connection import CLUSTER_SCHEMES, is_cluster
 from lockstep.workers.errors import ConfigurationError
 
 T = TypeVar("T")
+# Set for the processes `lockstep dashboard` supervises: its banner already said which
+# Redis and database they use, and each saying it again would only repeat it.
+STORES_TOLD_ENV = "LOCKSTEP_STORES_TOLD"
+
+
+class Output(Protocol):
+    def write(self, text: str, /) -> Any: ...
 
 
 def _loud(reader: Callable[..., T], *args: object, **kwargs: object) -> T:
@@ -210,3 +219,27 @@ def celery_queue(value: str, name: str = "LOCKSTEP_CELERY_QUEUE") -> str:
             f"{name} must be a queue name of letters, digits, '.', '_', '-' or ':', got {value!r}"
         )
     return value
+
+
+def database_label(database: Mapping[str, Any]) -> str:
+    """A database of ``DATABASES`` as its user knows it, without the password: SQLite's
+    file, or ``engine://user@host:port/name``."""
+    engine = str(database.get("ENGINE", "")).rpartition(".")[2]
+    if engine == "sqlite3":
+        return f"sqlite3 {database.get('NAME')}"
+    user = f"{database['USER']}@" if database.get("USER") else ""
+    port = f":{database['PORT']}" if database.get("PORT") else ""
+    host = database.get("HOST") or "localhost"
+    return f"{engine}://{user}{host}{port}/{database.get('NAME')}"
+
+
+def tell_stores(out: Output) -> None:
+    """Say on ``out`` (stderr: stdout may be a command's JSON) which Redis and which
+    database this process acts on, in one line (``checkout.stores_line``); nothing under
+    ``lockstep dashboard``, which said it for all its processes."""
+    from django.conf import settings
+
+    if os.environ.get(STORES_TOLD_ENV):
+        return
+    database = database_label(settings.DATABASES["default"])
+    out.write(stores_line(settings.REDIS_URL, database) + "\n")

@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from lockstep import checkout
+
 SETTINGS_MODULE = "lockstep.dashboard.settings"
 CELERY_APP = "lockstep.dashboard.celery"
 ASGI_APP = "lockstep.dashboard.asgi:application"
@@ -54,6 +56,8 @@ STOP_MARGIN_S = 10.0
 DEMO_TOPIC, DEMO_QUEUES = "orders", 8
 # Honcho's status after SIGINT / SIGTERM (128 + the signal): a requested stop.
 STOPPED_BY_SIGNAL = {130, 143}
+# Subcommands whose Django command says itself which Redis and database it uses.
+TOLD_BY_THE_COMMAND = frozenset({"manage", "alerts"})
 
 
 class Unavailable(Exception):
@@ -63,6 +67,8 @@ class Unavailable(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    # In a source checkout, what a running `make run` runs with (lockstep/checkout.py).
+    checkout.read_checkout_run_file()
     if argv[:1] == ["manage"]:
         # Everything after `manage` is Django's, --help included (argparse would take it).
         args = argparse.Namespace(
@@ -330,6 +336,7 @@ def _run_consume(args: argparse.Namespace) -> int:
     except ValueError:
         raise Unavailable(f"configuration error: LOG_LEVEL {level!r} is not a level") from None
     url = args.redis_url or env_str("REDIS_URL", DEFAULT_REDIS_URL)
+    print(checkout.stores_line(url), file=sys.stderr, flush=True)
     try:
         consumer = consumer_from_options(url, vars(args))
     except LockstepError as exc:
@@ -377,7 +384,7 @@ def _warn_about_idle_ingesters(count: int) -> None:
 
 
 def _run_django_command(args: argparse.Namespace) -> int:
-    _prepare()
+    _prepare(tell=args.command not in TOLD_BY_THE_COMMAND)
     from django.core.management import execute_from_command_line
 
     execute_from_command_line([f"lockstep {args.command}", *args.django_command, *args.extra])
@@ -398,7 +405,7 @@ def _run_dashboard(args: argparse.Namespace) -> int:
         os.environ["LOCKSTEP_DEMO"] = "true"
     # Links in alert notifications point where this server listens unless told otherwise.
     os.environ.setdefault("LOCKSTEP_BASE_URL", f"http://{_shown_host(args.host)}:{args.port}")
-    settings = _prepare()
+    settings = _prepare(tell=False)  # the banner tells
     import django
     from django.core.management import call_command
     from django.db import connections
@@ -480,13 +487,15 @@ def _supervise(processes: dict[str, list[str]], who: str = "lockstep dashboard")
     from honcho import manager as honcho
     from honcho.printer import Printer
 
+    from lockstep.dashboard.env import STORES_TOLD_ENV
     from lockstep.workers.config import Timings
 
     honcho.KILL_WAIT = Timings.from_env().shutdown_timeout_s + STOP_MARGIN_S
     supervisor = honcho.Manager(Printer(sys.stdout))
     supervisor._procmgr = _mixed_kill()  # honcho's only seam for how it signals
+    told = {**os.environ, STORES_TOLD_ENV: "1"}  # by the banner, or by _prepare
     for name, command in processes.items():
-        supervisor.add_process(name, "exec " + shlex.join(command))
+        supervisor.add_process(name, "exec " + shlex.join(command), env=told)
     supervisor.loop()
     status = supervisor.returncode
     if status in STOPPED_BY_SIGNAL:
@@ -498,6 +507,7 @@ def _supervise(processes: dict[str, list[str]], who: str = "lockstep dashboard")
 def _print_banner(args: argparse.Namespace, settings: Any) -> None:
     from django.contrib.auth import get_user_model
 
+    from lockstep.dashboard.env import database_label
     from lockstep.workers.redact import mask_url
 
     url = f"http://{_shown_host(args.host)}:{args.port}/login/"
@@ -506,9 +516,12 @@ def _print_banner(args: argparse.Namespace, settings: Any) -> None:
         f"  Redis: {mask_url(settings.REDIS_URL)}",
         f"  Celery queue: {settings.LOCKSTEP_CELERY_QUEUE} "
         f"(broker {mask_url(settings.CELERY_BROKER_URL)})",
+        f"  Database: {database_label(settings.DATABASES['default'])}",
         f"  Data: {settings.LOCKSTEP_DATA_DIR}",
         f"  Settings file: {settings.LOCKSTEP_ENV_FILE or 'none (environment only)'}",
     ]
+    if checkout.loaded is not None:
+        lines.append(f"  Run settings: {checkout.loaded.path} ({checkout.loaded.about})")
     if not get_user_model().objects.exists():
         lines.append("  No user yet: create one with `lockstep manage createsuperuser`")
     print("\n".join(lines), flush=True)
@@ -524,9 +537,10 @@ def _shown_host(host: str) -> str:
 # ---- what every Django-side command needs first ----------------------------------------
 
 
-def _prepare() -> Any:
+def _prepare(*, tell: bool = True) -> Any:
     """The dashboard's settings, loaded and checked, with the data directory created;
-    ``Unavailable`` when the [dashboard] extra is missing or a setting is wrong."""
+    ``Unavailable`` when the [dashboard] extra is missing or a setting is wrong. ``tell``:
+    say on stderr which Redis and database the command uses (``env.tell_stores``)."""
     missing = [name for name in DASHBOARD_MODULES if importlib.util.find_spec(name) is None]
     if missing:
         raise Unavailable(
@@ -545,6 +559,10 @@ def _prepare() -> Any:
         raise Unavailable(f"configuration error: {exc}") from None
     # Private: the database holds the users' password hashes and the sessions.
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if tell:
+        from lockstep.dashboard.env import tell_stores
+
+        tell_stores(sys.stderr)
     return settings
 
 

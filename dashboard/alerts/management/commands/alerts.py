@@ -20,6 +20,7 @@ from django.core.management.base import BaseCommand, CommandError
 from lockstep.dashboard.alerts import dispatch, evaluate
 from lockstep.dashboard.alerts.models import STATES, Alert
 from lockstep.dashboard.alerts.rules import RULES
+from lockstep.dashboard.env import tell_stores
 from lockstep.dashboard.web.redis_conn import get_redis
 from lockstep.workers.outage import REDIS_DOWN, describe
 
@@ -60,6 +61,7 @@ class Command(BaseCommand):
         ls.add_argument("--json", action="store_true", dest="as_json")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        tell_stores(self.stderr)
         if options["action"] == "list":
             self._list(options)
         elif options["once"]:

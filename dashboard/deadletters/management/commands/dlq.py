@@ -39,6 +39,7 @@ from lockstep.dashboard.deadletters.queries import (
 )
 from lockstep.dashboard.deadletters.sync import sync_all
 from lockstep.dashboard.deadletters.views import require_known_group
+from lockstep.dashboard.env import tell_stores
 from lockstep.dashboard.web.redis_conn import get_redis
 from lockstep.dashboard.web.views import BadParameter, NotFound
 
@@ -77,6 +78,7 @@ class Command(BaseCommand):
         parser.add_argument("--actor", help="replay/discard: who acts (default: the OS user)")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        tell_stores(self.stderr)
         group = options["group"]
         client = get_redis()
         self._sync(client, group)

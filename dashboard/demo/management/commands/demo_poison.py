@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from lockstep.dashboard.demo.handlers import FIXED_FLAG, poison_every
+from lockstep.dashboard.env import tell_stores
 from lockstep.dashboard.web.redis_conn import get_redis
 
 
@@ -18,6 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("action", choices=("fix", "break", "status"))
 
     def handle(self, *args: Any, **options: Any) -> None:
+        tell_stores(self.stderr)
         client = get_redis()
         if options["action"] == "fix":
             client.set(FIXED_FLAG, 1)

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from lockstep.dashboard.demo.producer import run_demo_producer
+from lockstep.dashboard.env import tell_stores
 from lockstep.dashboard.web.redis_conn import get_redis
 from lockstep.dashboard.web.store.models import Topic
 from lockstep.workers.topics import create_topic
@@ -21,6 +22,7 @@ class Command(BaseCommand):
         parser.add_argument("--rate", type=float, default=50.0, help="messages per second")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        tell_stores(self.stderr)
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
