@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -88,15 +88,17 @@ class Pending:
         return bool(self.untold or self.repeat or self.resolved)
 
 
-def flush(now: datetime) -> list[Notice]:
+def flush(now: datetime, refreshed: Mapping[int, Alert] | None = None) -> list[Notice]:
     """Queue the notifications due at ``now``: for each (rule, topic, group) with
     something to tell whose timer has run out, one notification (or, under a silence,
     none: the alerts stay untold and are told once it ends). Groups with nothing left
-    unresolved lose their timer."""
+    unresolved lose their timer. ``refreshed``: alert id -> the alert as this tick's
+    reading left it (``lifecycle.apply``), whose summary, details, offset and severity
+    are told rather than the stored ones (stored durations may be a little older)."""
     candidates = Alert.objects.filter(Q(state=OPEN) | Q(resolution_pending=True))
     groups: dict[GroupKey, list[Alert]] = defaultdict(list)
     for alert in candidates:
-        groups[alert.group_key].append(alert)
+        groups[alert.group_key].append(_as_read(alert, refreshed or {}))
     held = inhibit.held_alerts(a for alerts in groups.values() for a in alerts)
     notices = []
     for key in sorted(groups):
@@ -105,6 +107,15 @@ def flush(now: datetime) -> list[Notice]:
             notices.append(notice)
     _forget_finished()
     return notices
+
+
+def _as_read(alert: Alert, refreshed: Mapping[int, Alert]) -> Alert:
+    """``alert`` with what this tick's reading says of it (``refreshed``), if any."""
+    fresh = refreshed.get(alert.pk)
+    if fresh is not None:
+        alert.summary, alert.details = fresh.summary, fresh.details
+        alert.offset, alert.severity = fresh.offset, fresh.severity
+    return alert
 
 
 def pending(alerts: Iterable[Alert], held: inhibit.HeldAlerts, now: datetime) -> Pending:
@@ -203,7 +214,7 @@ def _mark_inhibited(muted: list[tuple[Alert, Alert | None]], now: datetime) -> N
             at=now,
             kind=INHIBITED,
             note=f"not notified on its own: its held keys are alerted by #{source.pk} "
-            f"({source.summary[:120]})",
+            f"(key held: {source.subject_text})",
             details={"inhibited_by": source.pk},
         )
         for a, source in muted

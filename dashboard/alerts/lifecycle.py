@@ -1,8 +1,12 @@
 """The alert lifecycle (docs/alerts.md, "Lifecycle").
 
 - A firing subject without an unresolved alert opens one (``opened``).
-- While it keeps firing, the alert's summary and details follow the live state; an
-  ``open`` (unacknowledged) alert re-notifies every ``LOCKSTEP_ALERT_RENOTIFY_SECONDS``.
+- While it keeps firing, the alert's summary and details follow the live state: the row
+  is rewritten at the tick any figure it states changes (durations alone: every
+  ``SEEN_EVERY``), and a notification tells the figures of the tick it is queued at
+  (``grouping.flush`` is given the refreshed alerts). The ``opened`` timeline event
+  keeps the summary at opening and says so ("at opening: …"). An ``open``
+  (unacknowledged) alert re-notifies every ``LOCKSTEP_ALERT_RENOTIFY_SECONDS``.
 - Notifications are not sent per alert: ``grouping.flush`` (the last step of ``apply``)
   tells each (rule, topic, group) in one notification, after its group wait or group
   interval (docs/alerts-delivery.md, "Grouping"), leaving out inhibited alerts
@@ -44,13 +48,14 @@ from lockstep.dashboard.alerts.models import (
 )
 from lockstep.dashboard.alerts.notifications import active_silence, deliver, mark_silenced
 from lockstep.dashboard.alerts.rules import RULES, Finding, Resolution
-from lockstep.dashboard.alerts.text import duration
+from lockstep.dashboard.alerts.text import duration, without_durations
 from lockstep.dashboard.web.store.queries import at
 
 log = logging.getLogger(__name__)
 
-# A firing alert's row is rewritten when what it says changed, else at most this often
-# (``last_seen_at``): one write per alert per tick would keep SQLite busy for nothing.
+# A firing alert's row is rewritten when a figure it states changed, else (its durations,
+# which change every tick) at most this often (``last_seen_at``): one write per alert per
+# tick would keep SQLite busy for nothing.
 SEEN_EVERY = timedelta(seconds=30)
 
 
@@ -87,6 +92,7 @@ def apply(
     changes = Changes()
     current = unresolved()
     firing: dict[str, Finding] = {}
+    refreshed: dict[int, Alert] = {}
     for f in findings:
         firing.setdefault(f.fingerprint, f)
     for fingerprint, finding in firing.items():
@@ -95,14 +101,17 @@ def apply(
             opened = _open(finding, now)
             if opened is not None:
                 changes.opened.append(opened)
-        elif _refresh(alert, finding, now):
+            continue
+        if _refresh(alert, finding, now):
             changes.updated.append(alert)
+        refreshed[alert.pk] = alert
     for fingerprint, alert in current.items():
         if fingerprint not in firing and alert.rule in evaluated:
             resolve(alert, now, finals(alert) if finals is not None else None)
             changes.resolved.append(alert)
     wake_snoozed(now)
-    changes.told = grouping.flush(now)
+    changes.told = grouping.flush(now, refreshed)
+    _store_told(changes.told, refreshed, now)
     changes.notified = [a for notice in changes.told for a in notice.firing]
     return changes
 
@@ -132,7 +141,8 @@ def _open(finding: Finding, now: datetime) -> Alert | None:
                 alert=alert,
                 at=now,
                 kind=AlertEvent.OPENED,
-                note=finding.summary,
+                # A timeline event keeps what was true then: it says so.
+                note=f"at opening: {finding.summary}",
                 details={"condition_since": alert.since.isoformat()},
             )
     except IntegrityError:  # another evaluator opened it first: one alert per subject
@@ -143,23 +153,44 @@ def _open(finding: Finding, now: datetime) -> Alert | None:
 
 
 def _refresh(alert: Alert, finding: Finding, now: datetime) -> bool:
-    """Follow the live state; True when what the alert says changed (durations, which
-    change every tick, only count at the ``SEEN_EVERY`` rewrite)."""
-    said = (alert.offset, alert.severity, _lasting(alert.details))
+    """Follow the live state; True when what the alert says changed: any figure of its
+    summary or details but durations (which change every tick and only count at the
+    ``SEEN_EVERY`` rewrite). The alert in memory always holds this tick's figures."""
+    said = _lasting(alert)
     alert.summary = finding.summary
     alert.offset = finding.offset
     alert.severity = finding.severity
     alert.details = dict(finding.details)
-    changed = said != (alert.offset, alert.severity, _lasting(alert.details))
+    changed = said != _lasting(alert)
     if changed or now - alert.last_seen_at >= SEEN_EVERY:
-        alert.last_seen_at = now
-        alert.save(update_fields=["summary", "offset", "severity", "details", "last_seen_at"])
+        _store(alert, now)
     return changed
 
 
-def _lasting(details: dict[str, object]) -> dict[str, object]:
-    """``details`` without durations (``*_s``)."""
-    return {k: v for k, v in details.items() if not k.endswith("_s")}
+def _store(alert: Alert, now: datetime) -> None:
+    alert.last_seen_at = now
+    alert.save(update_fields=["summary", "offset", "severity", "details", "last_seen_at"])
+
+
+def _lasting(alert: Alert) -> tuple[object, ...]:
+    """What ``alert`` says, durations left out (``*_s`` details, durations in words)."""
+    details = alert.details if isinstance(alert.details, dict) else {}
+    return (
+        alert.offset,
+        alert.severity,
+        without_durations(alert.summary),
+        {k: v for k, v in details.items() if not k.endswith("_s")},
+    )
+
+
+def _store_told(told: list[grouping.Notice], refreshed: dict[int, Alert], now: datetime) -> None:
+    """The firing alerts just told are stored with the figures they were told with, so
+    their pages say what the notification said."""
+    for notice in told:
+        for alert in notice.firing:
+            fresh = refreshed.get(alert.pk)
+            if fresh is not None and fresh.last_seen_at != now:
+                _store(fresh, now)
 
 
 def resolve(alert: Alert, now: datetime, final: Resolution | None = None) -> None:
@@ -192,15 +223,9 @@ def resolve(alert: Alert, now: datetime, final: Resolution | None = None) -> Non
 
 
 def subject_text(alert: Alert) -> str:
-    """``orders/billing queue 3 key 'order-7'``: the alert's subject in words."""
-    parts = [f"{alert.topic}/{alert.group}" if alert.group else alert.topic]
-    if alert.queue is not None:
-        parts.append(f"queue {alert.queue}")
-    if alert.key:
-        parts.append(f"key {alert.key!r}")
-    if alert.consumer:
-        parts.append(f"consumer {alert.consumer}")
-    return " ".join(p for p in parts if p) or "Lockstep"
+    """``orders / billing / queue 3 / key order-7``: the alert's subject as the pages
+    write it."""
+    return alert.subject_text or "Lockstep"
 
 
 def resolved_summary(alert: Alert, held_s: float, final: Resolution) -> str:

@@ -24,6 +24,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from lockstep.dashboard.alerts.text import subject
+
 OPEN, ACKNOWLEDGED, RESOLVED = "open", "acknowledged", "resolved"
 STATES = (OPEN, ACKNOWLEDGED, RESOLVED)
 WARNING, CRITICAL = "warning", "critical"
@@ -86,6 +88,12 @@ class Alert(models.Model):
     def group_key(self) -> tuple[str, str, str]:
         """What notifications group by: (rule, topic, group)."""
         return (self.rule, self.topic, self.group)
+
+    @property
+    def subject_text(self) -> str:
+        """``orders / billing / queue 5 / key order-100``: the subject as every page and
+        notification writes it ("" for none)."""
+        return subject(self.topic, self.group, self.queue, self.key, self.consumer)
 
     def subject(self) -> dict[str, Any]:
         return {

@@ -250,6 +250,8 @@ def alert_page(request: HttpRequest, alert_id: str) -> dict[str, Any]:
         "rule_description": rule.description if rule else "(a rule this version does not know)",
         "subject": [(n, v) for n, v in alert.subject().items() if v not in ("", None)],
         "details": detail_rows(alert.details),
+        # How stale the summary's durations may be (its counts are rewritten at once).
+        "rewrite_s": lifecycle.SEEN_EVERY.total_seconds(),
         "timeline": list(alert.timeline.all()),
         "deliveries": deliveries_of(alert),
         "links": page_links(alert),

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
+from lockstep.dashboard.alerts import text
 from lockstep.dashboard.alerts.models import Alert
 
 VERSION = 1
@@ -168,7 +169,7 @@ def test_alert() -> dict[str, Any]:
 def headline(payload: dict[str, Any]) -> str:
     """One line for a subject or a chat message: ``[RESOLVED] queue_stuck: ...``; for
     a notification of several alerts, the group, the count and the first subjects
-    (``orders/mailer: 24 alerts (queues 0, 1, …, 9 and 14 more)``)."""
+    (``orders / mailer: 24 alerts (queues 0, 1, …, 9 and 14 more)``)."""
     a = payload["alert"]
     tag = {"opened": "ALERT", "renotify": "STILL OPEN", "resolved": "RESOLVED"}.get(
         payload["event"], payload["event"].upper()
@@ -186,19 +187,19 @@ def told(payload: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
 
 
 def group_summary(payload: dict[str, Any]) -> str:
-    """``orders/mailer: 24 alerts (queues 0, 1, …, 9 and 14 more)``, or "" when the
+    """``orders / mailer: 24 alerts (queues 0, 1, …, 9 and 14 more)``, or "" when the
     notification tells of one alert (its own summary says it best)."""
     listed, count = told(payload)
     if count <= 1:
         return ""
     g = payload["group"]
-    where = f"{g['topic']}/{g['group']}" if g["group"] else g["topic"] or "Lockstep"
+    where = text.subject(g["topic"], g["group"]) or "Lockstep"
     more = count - len(listed)
     return f"{where}: {count} alerts ({subjects(listed)}{f' and {more} more' if more else ''})"
 
 
 def subjects(items: Sequence[dict[str, Any]]) -> str:
-    """``queues 0, 1, 2`` when every item is a whole queue, else ``queue 3 key 'k',
+    """``queues 0, 1, 2`` when every item is a whole queue, else ``queue 3 / key k,
     consumer c-1``."""
     if items and all(i["queue"] is not None and not i["key"] and not i["consumer"] for i in items):
         return (
@@ -208,9 +209,7 @@ def subjects(items: Sequence[dict[str, Any]]) -> str:
 
 
 def subject(item: dict[str, Any]) -> str:
-    parts = [] if item["queue"] is None else [f"queue {item['queue']}"]
-    if item["key"]:
-        parts.append(f"key {item['key']!r}")
-    if item["consumer"]:
-        parts.append(f"consumer {item['consumer']}")
-    return " ".join(parts) or f"#{item['id']}"
+    """``queue 3 / key k``: a listed alert's subject within its group, as the pages write
+    it; ``#7`` when it has none."""
+    found = text.subject("", "", item["queue"], item["key"], item["consumer"])
+    return found or f"#{item['id']}"

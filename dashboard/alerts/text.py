@@ -1,15 +1,27 @@
-"""Sentences and labels an operator reads: durations (as on the monitor pages), shortened
-error texts, and an alert's details as labelled values with their units (the page and
-every channel show them so; the payload keeps the raw keys, docs/alerts-delivery.md)."""
+"""Sentences and labels an operator reads: subjects and durations (as on the monitor
+pages), shortened error texts, and an alert's details as labelled values with their units
+(the page and every channel show them so; the payload keeps the raw keys,
+docs/alerts-delivery.md)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from lockstep.dashboard.web.formatting import duration
+from lockstep.workers.refs import GroupQueue
 
-__all__ = ["detail_label", "detail_rows", "detail_value", "duration", "shorten"]
+__all__ = [
+    "detail_label",
+    "detail_rows",
+    "detail_value",
+    "duration",
+    "queue_subject",
+    "shorten",
+    "subject",
+    "without_durations",
+]
 
 # Keys whose words alone would read wrong; every other key reads as its words, less a
 # unit suffix (``_s``, ``_ms``) that the value then carries.
@@ -23,6 +35,32 @@ LABELS = {
     "threshold": "threshold (count)",
 }
 UNITS = {"_s": 1.0, "_ms": 0.001}
+
+
+# What ``duration`` and ``seconds_text`` write: ``42 s``, ``0.4 s``, ``4 min 5 s``, ``2 h``.
+DURATION = re.compile(r"\b\d+(?:\.\d+)? (?:s|min|h)(?: \d+ (?:s|min))?\b")
+
+
+def subject(
+    topic: str, group: str = "", queue: int | None = None, key: str = "", consumer: str = ""
+) -> str:
+    """``orders / billing / queue 5 / key order-100``: a subject as the pages write it
+    (the overview's queues, the alerts pages' Subject column); the parts that are blank
+    are left out, "" when all are."""
+    parts = [topic, group, "" if queue is None else f"queue {queue}"]
+    parts += [f"key {key}" if key else "", f"consumer {consumer}" if consumer else ""]
+    return " / ".join(p for p in parts if p)
+
+
+def queue_subject(at: GroupQueue) -> str:
+    """``orders / billing / queue 5``: a group's queue as the pages name it."""
+    return subject(at.topic, at.group, at.queue)
+
+
+def without_durations(text: str) -> str:
+    """``text`` with every duration (as ``duration`` writes them) blanked: two summaries
+    equal under it state the same figures but for how long things have lasted."""
+    return DURATION.sub("…", text)
 
 
 def shorten(text: str, limit: int = 200) -> str:

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from lockstep.dashboard.alerts import payload as payloads
 from lockstep.dashboard.alerts.models import Channel
-from lockstep.dashboard.alerts.text import detail_rows
+from lockstep.dashboard.alerts.text import detail_rows, duration, subject
 
 
 class DeliveryError(Exception):
@@ -41,7 +41,6 @@ class ChannelKind(ABC):
         that deduplicate."""
 
 
-SUBJECT_FIELDS = ("topic", "group", "queue", "key", "consumer", "offset")
 LINKS = (("url", "Alert"), ("queue_url", "Queue"), ("dead_letters_url", "Dead letters"))
 
 
@@ -55,12 +54,13 @@ def message_text(payload: dict[str, Any]) -> str:
     if lines:
         lines += ["", "The first of them:"]
     lines += [a["summary"], "", f"Rule: {a['rule']} ({a['severity']}), state {a['state']}"]
-    subject = [f"{f}={a[f]}" for f in SUBJECT_FIELDS if a.get(f) not in (None, "")]
-    if subject:
-        lines.append("Subject: " + ", ".join(subject))
+    where = subject(a["topic"], a["group"], a["queue"], a["key"], a["consumer"])
+    if where:
+        offset = a.get("offset")
+        lines.append(f"Subject: {where}" + (f" (offset {offset})" if offset is not None else ""))
     lines.append(f"Since: {a['since']}; opened at {a['opened_at']}")
     if a.get("resolved_at"):
-        lines.append(f"Resolved at: {a['resolved_at']} after {a['duration_s']:.0f} s")
+        lines.append(f"Resolved at: {a['resolved_at']} after {duration(a['duration_s'])}")
     if a.get("details"):
         lines += ["", "Details:"]
         lines += [f"  {label}: {value}" for label, value in detail_rows(a["details"])]
@@ -71,7 +71,7 @@ def message_text(payload: dict[str, Any]) -> str:
 
 
 def group_lines(payload: dict[str, Any]) -> list[str]:
-    """The group part of the text ([] for one alert): ``orders/mailer: 24 alerts
+    """The group part of the text ([] for one alert): ``orders / mailer: 24 alerts
     (…)``, one line per listed alert, how many more, where to see them all, and how many
     resolutions of the group ride along."""
     summary = payloads.group_summary(payload)

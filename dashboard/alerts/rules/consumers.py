@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lockstep.dashboard.alerts.rules.base import WARNING, Finding, Param, ParamsFor, Rule
-from lockstep.dashboard.alerts.text import duration
+from lockstep.dashboard.alerts.text import duration, queue_subject, subject
 from lockstep.workers.refs import GroupQueue
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class ConsumerLost(Rule):
                         consumer=c["id"],
                         since_ms=c["heartbeat_at_ms"] or live.now_ms,
                         summary=f"consumer {c['id']} ({c['host']}, pid {c['pid']}) of "
-                        f"{topic}/{group} has sent no heartbeat for {duration(age_s)}; "
+                        f"{subject(topic, group)} has sent no heartbeat for {duration(age_s)}; "
                         + (
                             f"queues {', '.join(map(str, queues))} say no live consumer "
                             "until their locks expire"
@@ -107,7 +107,7 @@ class LockFlapping(Rule):
                     group=at.group,
                     queue=at.queue,
                     since_ms=int(live.now_ms - p["window_s"] * 1000),
-                    summary=f"{at}: its lock changed owner {grants} "
+                    summary=f"{queue_subject(at)}: its lock changed owner {grants} "
                     f"times in the last {duration(p['window_s'])} (now {g['owner'] or 'nobody'})",
                     details={"grants": grants, "window_s": p["window_s"], "owner": g["owner"]},
                 )

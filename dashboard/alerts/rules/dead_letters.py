@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lockstep.dashboard.alerts.rules.base import WARNING, Finding, Param, ParamsFor, Rule
-from lockstep.dashboard.alerts.text import duration
+from lockstep.dashboard.alerts.text import duration, subject
 
 if TYPE_CHECKING:
     from lockstep.dashboard.alerts.live import LiveState
@@ -53,7 +53,7 @@ class DlqGrowth(Rule):
             topic=topic,
             group=group,
             since_ms=since,
-            summary=f"{topic}/{group}: {n} new dead letters in the last "
+            summary=f"{subject(topic, group)}: {n} new dead letters in the last "
             f"{duration(p['window_s'])} (threshold {int(p['count'])})",
             details={
                 "new_dead_letters": n,

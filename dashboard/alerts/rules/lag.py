@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 
 from lockstep.dashboard.alerts.rules.base import CRITICAL, WARNING, Finding, Param, ParamsFor, Rule
-from lockstep.dashboard.alerts.text import duration
+from lockstep.dashboard.alerts.text import duration, queue_subject
 
 if TYPE_CHECKING:
     from lockstep.dashboard.alerts.live import LagSample, LiveState
@@ -39,7 +39,7 @@ class LagHigh(Rule):
                     offset=g["committed_offset"],
                     # The oldest waiting message was produced then: the lag began there.
                     since_ms=int(live.now_ms - g["time_lag_s"] * 1000),
-                    summary=f"{at}: time lag "
+                    summary=f"{queue_subject(at)}: time lag "
                     f"{duration(g['time_lag_s'])} (threshold {duration(p['time_lag_s'])}), "
                     f"{g['lag']} messages behind",
                     details={"time_lag_s": g["time_lag_s"], "lag": g["lag"]},
@@ -96,11 +96,11 @@ class LagTrend(Rule):
             first, last = window[0], window[-1]
             span_s = (last.at_ms - first.at_ms) / 1000
             summary = (
-                f"{at}: commits stalled at offset "
+                f"{queue_subject(at)}: commits stalled at offset "
                 f"{last.committed_offset} over the last {k} lag samples ({duration(span_s)}), "
                 f"lag {last.lag}"
                 if status == "stalled"
-                else f"{at}: falling behind, lag grew from "
+                else f"{queue_subject(at)}: falling behind, lag grew from "
                 f"{first.lag} to {last.lag} over the last {k} samples ({duration(span_s)}) "
                 "while commits advanced"
             )

@@ -18,7 +18,7 @@ from lockstep.dashboard.alerts.rules.base import (
     Resolution,
     Rule,
 )
-from lockstep.dashboard.alerts.text import duration, shorten
+from lockstep.dashboard.alerts.text import duration, queue_subject, shorten, subject
 from lockstep.dashboard.web.store.models import Event
 from lockstep.workers import events as ev
 from lockstep.workers.refs import GroupQueue, QueueRef
@@ -73,7 +73,7 @@ def _stuck_finding(
         queue=at.queue,
         offset=g["committed_offset"],
         since_ms=int(first["since_ms"]),
-        summary=f"{at} is stuck ({', '.join(r.replace('_', ' ') for r in reasons)}) "
+        summary=f"{queue_subject(at)} is stuck ({', '.join(r.replace('_', ' ') for r in reasons)}) "
         f"for {duration(waited_s)}: {first['why']}"
         + (f"; last error: {shorten(error)}" if error and "error" not in first else ""),
         details={
@@ -93,12 +93,17 @@ def _stuck_finding(
 
 
 def _held(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """The held keys a ``held_key`` entry names (``keys``, at most 5) and how many there
-    are (``held_keys``), for the inhibition by ``key_held`` alerts (``inhibit``); {}
-    when the queue has no such entry."""
+    """The held keys a ``held_key`` entry names (``keys``, at most 5), how many there
+    are (``held_keys``) and the messages parked behind those keys (``parked``), for the
+    inhibition by ``key_held`` alerts (``inhibit``) and so that a change of what the
+    entry says rewrites the alert at once; {} when the queue has no such entry."""
     for e in entries:
         if e["reason"] == "held_key":
-            return {"keys": list(e.get("keys") or [e["key"]]), "held_keys": e.get("held_keys", 1)}
+            return {
+                "keys": list(e.get("keys") or [e["key"]]),
+                "held_keys": e.get("held_keys", 1),
+                "parked": e.get("parked", 0),
+            }
     return {}
 
 
@@ -141,7 +146,7 @@ class QueueUnowned(Rule):
                     queue=at.queue,
                     offset=g["committed_offset"],
                     since_ms=since,
-                    summary=f"{at} has no live consumer for {duration(waited_s)}: "
+                    summary=f"{queue_subject(at)} has no live consumer for {duration(waited_s)}: "
                     f"{why}; {g['lag']} messages wait",
                     details={
                         "lag": g["lag"],
@@ -194,7 +199,7 @@ class MessageBlocked(Rule):
                     key=b["key"],
                     offset=b["offset"],
                     since_ms=since,
-                    summary=f"{at}: key {b['key']!r} is blocked at offset "
+                    summary=f"{queue_subject(at)}: key {b['key']} is blocked at offset "
                     f"{b['offset']} after {b['retries']} retries; {b['waiting']} messages "
                     f"of the key wait behind it. Last error: {shorten(b['error']) or '(none)'}",
                     details={
@@ -219,7 +224,7 @@ class MessageBlocked(Rule):
             queue=at.queue,
             offset=offset,
             since_ms=since,
-            summary=f"{at}: the message at offset {offset} has been retried "
+            summary=f"{queue_subject(at)}: the message at offset {offset} has been retried "
             f"{g['retries']} times; the queue waits behind it ({waiting} messages). "
             f"Last error: {shorten(g['last_error']) or '(none)'}",
             details={
@@ -254,7 +259,7 @@ class KeyHeld(Rule):
                 waited_s = (live.now_ms - since) / 1000
                 if waited_s < p["after_s"]:
                     continue
-                at = (topic, group, h["queue"])
+                where = subject(topic, group, h["queue"])
                 out.append(
                     Finding(
                         rule=self.name,
@@ -265,7 +270,7 @@ class KeyHeld(Rule):
                         key=h["key"],
                         offset=h["offset"],
                         since_ms=since,
-                        summary=f"{at}: key {h['key']!r} is held behind its dead "
+                        summary=f"{where}: key {h['key']} is held behind its dead "
                         f"letter (offset {h['offset']}) for {duration(waited_s)}; "
                         f"{h['messages']} message{pluralize(h['messages'])} parked. Replay or "
                         "discard the dead letter to release it.",

@@ -278,8 +278,10 @@ def _held(
     held.sort(key=lambda h: (h["since_ms"] or now_ms, h["key"]))
     keys = [h["key"] for h in held]
     count, since = len(held), held[0]["since_ms"] or now_ms
+    # Every count of the sentence is of these keys: a younger hold's messages are
+    # parked too (the group's ``parked``) but are not these keys' (nor stuck yet).
+    parked = sum(h["messages"] for h in held)
     waited = max(0.0, (now_ms - since) / 1000.0)
-    named = ", ".join(keys[:HELD_KEYS_NAMED]) + (", …" if len(keys) > HELD_KEYS_NAMED else "")
     return [
         {
             **where,
@@ -289,14 +291,21 @@ def _held(
             "key": keys[0] if keys else "",
             "keys": keys[:HELD_KEYS_NAMED],
             "held_keys": count,
-            "parked": g["parked"],
+            "parked": parked,
             "why": f"queue {where['queue']}: {count} key{'s' if count != 1 else ''} held "
             f"behind {'their dead letters' if count != 1 else 'its dead letter'}"
-            + (f" ({named})" if named else "")
-            + f", {g['parked']} message{pluralize(g['parked'])} parked, for {duration(waited)}: "
+            + (f" ({_named(keys, HELD_KEYS_NAMED)})" if keys else "")
+            + f", {parked} message{pluralize(parked)} parked, for {duration(waited)}: "
             "waiting for a replay or discard",
         }
     ]
+
+
+def _named(names: list[str], limit: int) -> str:
+    """``a, b, c`` or, past ``limit``, ``a, b, c and 4 more``: the first names and how
+    many the list leaves out, so the list says how many there are."""
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def stuck_after_s() -> float:

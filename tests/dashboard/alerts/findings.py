@@ -17,7 +17,7 @@ def stuck(queue: int = 3, topic: str = "orders", group: str = "billing") -> Find
     return Finding(
         rule="queue_stuck",
         severity=CRITICAL,
-        summary=f"{topic}/{group} queue {queue} is stuck",
+        summary=f"{topic} / {group} / queue {queue} is stuck",
         since_ms=int((T0 - timedelta(minutes=2)).timestamp() * 1000),
         topic=topic,
         group=group,

@@ -69,7 +69,7 @@ def make_alert(**fields: Any) -> Alert:
         "rule": "queue_stuck",
         "fingerprint": "queue_stuck|orders|billing|3|||",
         "severity": "critical",
-        "summary": "orders/3 for billing has not moved for 90 s",
+        "summary": "orders / billing / queue 3 has not moved for 90 s",
         "topic": "orders",
         "group": "billing",
         "queue": 3,

@@ -179,7 +179,7 @@ def test_it_tells_each_channel_once_per_group_naming_the_group_and_the_count(
     # One mail for the group, its subject naming the group and the count.
     (message,) = [m for m in mail.outbox if "queue_unowned" in m.subject]
     assert message.subject == (
-        "[ALERT] queue_unowned (critical): orders/mailer: 24 alerts "
+        "[ALERT] queue_unowned (critical): orders / mailer: 24 alerts "
         "(queues 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 and 14 more)"
     )
     assert "… and 14 more" in message.body
@@ -189,7 +189,7 @@ def test_it_tells_each_channel_once_per_group_naming_the_group_and_the_count(
     toasts = [t for m in _received(layer, channel) for t in m["opened"]]
     (toast,) = [t for t in toasts if t["rule"] == "queue_unowned"]
     assert toast["count"] == QUEUES
-    assert toast["summary"].startswith("orders/mailer: 24 alerts (queues 0, 1, 2,")
+    assert toast["summary"].startswith("orders / mailer: 24 alerts (queues 0, 1, 2,")
 
     # The alerts page: one row for the group, its alerts behind a <details>.
     client.force_login(django_user_model.objects.create_superuser("root", password="pw-12345"))

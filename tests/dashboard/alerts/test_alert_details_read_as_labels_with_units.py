@@ -21,7 +21,7 @@ def _growth() -> Alert:
     finding = Finding(
         rule="dlq_growth",
         severity=WARNING,
-        summary="orders/billing: 12 new dead letters in the last 5 min (threshold 10)",
+        summary="orders / billing: 12 new dead letters in the last 5 min (threshold 10)",
         since_ms=int(T0.timestamp() * 1000),
         topic="orders",
         group="billing",

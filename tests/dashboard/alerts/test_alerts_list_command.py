@@ -50,7 +50,7 @@ def test_it_lists_alerts_as_json_filtered_by_state() -> None:
     assert resolved["resolved_at"] is not None
     (still_open,) = json.loads(listed("--state", "open", "--json"))
     assert still_open["queue"] == 2 and still_open["resolved_at"] is None
-    assert "orders/billing queue 2 is stuck" in listed("--state", "open")
+    assert "orders / billing / queue 2 is stuck" in listed("--state", "open")
 
 
 def test_it_refuses_an_unknown_state_and_a_bad_limit() -> None:

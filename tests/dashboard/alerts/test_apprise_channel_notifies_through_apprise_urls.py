@@ -22,9 +22,9 @@ def test_it_sends_the_headline_and_message_to_an_apprise_json_url() -> None:
     body = got.json()
     assert got.path == "/hook"
     assert body["title"] == (
-        "[ALERT] queue_stuck (critical): orders/3 for billing has not moved for 90 s"
+        "[ALERT] queue_stuck (critical): orders / billing / queue 3 has not moved for 90 s"
     )
-    assert body["message"].startswith("orders/3 for billing has not moved for 90 s")
+    assert body["message"].startswith("orders / billing / queue 3 has not moved for 90 s")
     assert body["type"] == "failure"
     assert Delivery.objects.get(pk=queued.pk).status == Delivery.SENT
 

@@ -21,11 +21,11 @@ def test_it_mails_the_headline_and_the_details_to_every_address(settings) -> Non
     assert send_due() == 1
     (message,) = mail.outbox
     assert message.subject == (
-        "[ALERT] queue_stuck (critical): orders/3 for billing has not moved for 90 s"
+        "[ALERT] queue_stuck (critical): orders / billing / queue 3 has not moved for 90 s"
     )
     assert message.to == ["ops@example.com", "b@example.com"]
     assert message.from_email == "lockstep@example.com"
-    assert "topic=orders, group=billing, queue=3" in message.body
+    assert "Subject: orders / billing / queue 3\n" in message.body
     assert "stuck: 1 min 30 s" in message.body  # labelled, with its unit
     assert Delivery.objects.get(pk=queued.pk).status == Delivery.SENT
 

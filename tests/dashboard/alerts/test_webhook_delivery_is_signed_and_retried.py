@@ -57,7 +57,7 @@ def test_it_posts_a_slack_text_in_the_slack_format() -> None:
         send_due()
     body = hook.requests[0].json()
     assert set(body) == {"text"}
-    assert body["text"].startswith("[ALERT] queue_stuck (critical): orders/3 for billing")
+    assert body["text"].startswith("[ALERT] queue_stuck (critical): orders / billing / queue 3")
     link = queued.payload["alert"]["url"]
     assert body["text"].endswith(f"\n{link}" if link else "not moved for 90 s")
 
