@@ -7,7 +7,7 @@ export DJANGO_SETTINGS_MODULE := lockstep.dashboard.settings
 # compiles every module it imports, the test modules of each worker included.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup setup-test run test checks suite test-quick test-postgres lint audit typecheck format bench wheel
+.PHONY: setup setup-test run reset-demo test checks suite test-quick test-postgres lint audit typecheck format bench wheel
 
 setup:
 	@bash bin/setup
@@ -17,6 +17,15 @@ setup-test:
 
 run: setup
 	@bash bin/run
+
+# `make run` keeps its data between runs in its data directory, found as bin/run finds it
+# (LOCKSTEP_DATA_DIR, else the checkout's var/): the database with the demo's users, dead
+# letters and alerts, Redis's append-only files, the analytics data set. Removing it makes
+# the next run start clean. Stop `make run` first: its processes hold those files open.
+# A REDIS_URL or DATABASE_URL of your own is not touched.
+DEMO_DATA_DIR = $(or $(LOCKSTEP_DATA_DIR),$(CURDIR)/var)
+reset-demo:
+	rm -rf "$(DEMO_DATA_DIR)"
 
 lint: setup-test
 	$(PY) -m ruff check .

@@ -12,13 +12,19 @@ consumers through the ``LockstepConsumers`` bootstep, configured from the Django
 """
 
 import os
+import warnings
+from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
+from celery.exceptions import SecurityWarning
 
 import lockstep.celery
 from lockstep.workers.config import Subscription
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lockstep.dashboard.settings")
+
+# The start of the warning a Celery worker gives when it runs as root (celery/platforms.py).
+ROOT_WARNING = "You're running the worker with superuser privileges"
 
 
 def _subscriptions() -> list[Subscription]:
@@ -40,3 +46,15 @@ lockstep.celery.install(app, subscriptions=_subscriptions, redis_url=_redis_url)
 app.autodiscover_tasks(
     ["lockstep.dashboard.monitor", "lockstep.dashboard.reports", "lockstep.dashboard.deadletters"]
 )
+
+
+@signals.celeryd_init.connect
+def _quiet_the_demos_root_warning(**_: Any) -> None:
+    """The demo (``LOCKSTEP_DEMO``) runs as whoever starts it, root in most containers, and
+    its workers' logs then opened with Celery's warning about root: nothing to act on in
+    a demo. Celery sends ``celeryd_init`` just before it checks. Outside the demo the
+    warning stays: a dashboard deployed as root should hear it (deploy/ runs as a user)."""
+    from django.conf import settings
+
+    if getattr(settings, "LOCKSTEP_DEMO", False):  # another project's settings lack it
+        warnings.filterwarnings("ignore", ROOT_WARNING, SecurityWarning)

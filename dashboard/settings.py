@@ -29,6 +29,7 @@ from lockstep.dashboard.env import (
     spark_conf,
     weak_secret_key,
 )
+from lockstep.dashboard.task_log import CELERY_TASK_LOGGERS, frequent_tasks
 from lockstep.workers.config import subscriptions_from_json
 from lockstep.workers.errors import ConfigurationError
 
@@ -190,6 +191,9 @@ AXES_COOLOFF_TIME = timedelta(minutes=LOCKSTEP_LOGIN_COOLOFF_MINUTES)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True  # a successful login forgives the earlier typos
 AXES_LOCKOUT_CALLABLE = "lockstep.dashboard.lockout.locked_out"
+# Not its "AXES: BEGIN" line in every process's log at start (nothing to act on), nor the
+# user agent in its lockout records: they name the username and address it locks.
+AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"
@@ -444,7 +448,16 @@ LOGGING = {
     "disable_existing_loggers": False,
     # Passwords in URLs (REDIS_URL, EMAIL_URL, webhooks) never reach the log, whichever
     # library formatted them into a message or a traceback.
-    "filters": {"mask_urls": {"()": "lockstep.workers.redact.MaskUrlsFilter"}},
+    "filters": {
+        "mask_urls": {"()": "lockstep.workers.redact.MaskUrlsFilter"},
+        # Celery's INFO lines for every run of the tasks beat sends every few seconds go
+        # to DEBUG: nobody acts on them, and they buried the rest (dashboard/task_log.py).
+        "frequent_tasks_at_debug": {
+            "()": "lockstep.dashboard.task_log.FrequentTasksAtDebug",
+            "tasks": frequent_tasks(CELERY_BEAT_SCHEDULE),
+        },
+    },
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["mask_urls"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {name: {"filters": ["frequent_tasks_at_debug"]} for name in CELERY_TASK_LOGGERS},
 }

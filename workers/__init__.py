@@ -8,6 +8,7 @@ from lockstep.workers.config import Model, Subscription, Timings
 from lockstep.workers.consumer import Consumer
 from lockstep.workers.errors import (
     ConfigurationError,
+    HandlerFailure,
     HandlerImportError,
     InvalidMessageError,
     LockstepError,
@@ -25,6 +26,7 @@ __all__ = [
     "ConsumeStatus",
     "Consumer",
     "Handler",
+    "HandlerFailure",
     "HandlerImportError",
     "InvalidMessageError",
     "LockstepError",

@@ -1,4 +1,5 @@
-"""Errors raised by the Lockstep runtime. Each carries a message an operator can act on."""
+"""Errors raised by the Lockstep runtime, each with a message an operator can act on; and
+``HandlerFailure``, which handlers raise."""
 
 from __future__ import annotations
 
@@ -44,3 +45,11 @@ class SendError(LockstepError):
     def __reduce__(self) -> tuple[type[SendError], tuple[str, bool]]:
         # Exceptions pickle their args; ours has two, so say how (Celery results, logging).
         return type(self), (self.reason, self.maybe_stored)
+
+
+class HandlerFailure(Exception):
+    """Raised by a handler for a failure its message tells in full (a card declined, a
+    mail server that timed out). It is retried and dead-lettered like any exception, but
+    the handler's log record is one line, without the traceback, which would only point
+    at the ``raise`` (as Django prints a ``CommandError``). The dead letter's attempts
+    still keep their traceback. Not a ``LockstepError``: the runtime never raises it."""

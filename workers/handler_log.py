@@ -6,7 +6,8 @@ keeps), which the dashboard shows; but the first place a developer looks is the 
 process that ran the handler. So each failure is also a record on the logger named
 ``lockstep`` (propagating to the host's root handlers, e.g. a Celery worker's output):
 
-- a handler that **raised**: ERROR, with the traceback;
+- a handler that **raised**: ERROR, with the traceback; one line without it for a
+  ``HandlerFailure``, whose message tells the failure in full (a card declined);
 - a handler that returned something that is **not a ``ConsumeStatus``** (``None``, a
   typo'd string): WARNING, no traceback — a bug, but nothing was thrown;
 - a handler that **returned ``SUSPEND_CURRENT_QUEUE_A_MOMENT``**: DEBUG — it asked for
@@ -27,6 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from lockstep.workers.errors import HandlerFailure
 from lockstep.workers.message import Message
 from lockstep.workers.refs import QueueRef
 
@@ -69,11 +71,12 @@ class HandlerLog:
         exc: BaseException,
         error: str,
     ) -> None:
-        """The handler raised ``exc`` on ``batch``: ERROR with the traceback. ``error`` is
-        the exception in one line, as already made safely for the event (an exception's
-        own ``__str__`` may raise)."""
+        """The handler raised ``exc`` on ``batch``: ERROR with the traceback, or without it
+        for a ``HandlerFailure``. ``error`` is the exception in one line, as already made
+        safely for the event (an exception's own ``__str__`` may raise)."""
         first_line = error.splitlines()[0] if error else type(exc).__name__
-        self._write(logging.ERROR, ref, group, handler, batch, f"raised {first_line}", exc)
+        traced = None if isinstance(exc, HandlerFailure) else exc
+        self._write(logging.ERROR, ref, group, handler, batch, f"raised {first_line}", traced)
 
     def returned(
         self,

@@ -7,6 +7,9 @@ in order and fails a few percent of calls so retries show on the dashboard.
 ``LOCKSTEP_DEMO_POISON_EVERY``-th order id) until an operator fixes the handler
 (``python manage.py demo_poison fix``, or the switch on the dead-letter page): a new user
 sees dead letters, held keys and parked messages within minutes, and can replay them.
+
+Both fail on purpose with ``HandlerFailure``: the worker's log shows each failure as one
+line (docs/api.md §10), not a traceback that points at the ``raise`` below.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import redis
 
 from lockstep.workers.connection import connect
 from lockstep.workers.env import env_int
+from lockstep.workers.errors import HandlerFailure
 from lockstep.workers.message import ConsumeContext, ConsumeStatus, Message
 
 log = logging.getLogger(__name__)
@@ -35,7 +39,7 @@ _last_step: dict[str, int] = {}
 def handle_order(messages: Sequence[Message], ctx: ConsumeContext) -> ConsumeStatus:
     if random.random() < FAILURE_RATE:
         ctx.set_suspend_ms(200)
-        raise RuntimeError("demo: mail server timed out")
+        raise HandlerFailure("demo: mail server timed out")
     for m in messages:
         step = json.loads(m.body).get("step", "")
         index = STEPS.index(step) if step in STEPS else -1
@@ -74,6 +78,6 @@ def handle_billing(messages: Sequence[Message], ctx: ConsumeContext) -> ConsumeS
     every = poison_every()
     for m in messages:
         if is_poison(m.key, every) and not billing_fixed():
-            raise RuntimeError(f"demo: card declined for {m.key} (a poison order)")
+            raise HandlerFailure(f"demo: card declined for {m.key} (a poison order)")
     time.sleep(random.uniform(0.001, 0.004))
     return ConsumeStatus.SUCCESS
