@@ -30,6 +30,10 @@ from lockstep.workers.inspect import held_keys
 ACTIONABLE = Status.DEAD
 # The dry run names the keys with the most messages; the total count covers them all.
 TOP_KEYS = 20
+# The dry run names the first dead letters it would act on (key and offset), so a dialog
+# can say what it acts on, not only how many: enough for a hand-ticked selection, short
+# enough to read in one glance; the count says how many more.
+NAMED_TARGETS = 10
 # A selection (the page's checked rows, the CLI's --ids) names at most this many records.
 MAX_IDS = 10_000
 FILTER_FIELDS = ("topic", "queue", "key", "error", "status", "since", "until")
@@ -114,6 +118,9 @@ class Plan:
     keys: tuple[dict[str, Any], ...]  # the TOP_KEYS keys with most records: {"key", "count"}
     queues: tuple[dict[str, Any], ...]  # {"topic", "queue", "count"}, by topic and queue
     order_notes: tuple[str, ...]
+    # The first NAMED_TARGETS records, in the order a replay takes them (by topic, queue
+    # and original offset): {"id", "topic", "queue", "offset", "key"}.
+    targets: tuple[dict[str, Any], ...] = ()
 
     @property
     def skipped_count(self) -> int:
@@ -133,6 +140,7 @@ class Plan:
             "keys": list(self.keys),
             "queues": list(self.queues),
             "order_notes": list(self.order_notes),
+            "targets": list(self.targets),
         }
 
     def nothing_to_do(self) -> str:
@@ -168,6 +176,12 @@ def plan(client: redis.Redis, group: str, action: str, selection: Selection) -> 
             .order_by("topic", "queue")
         ),
         order_notes=tuple(order_notes(client, group, action, actionable)),
+        targets=tuple(
+            dict(row)
+            for row in actionable.order_by("topic", "queue", "offset", "id").values(
+                "id", "topic", "queue", "offset", "key"
+            )[:NAMED_TARGETS]
+        ),
     )
 
 

@@ -3,11 +3,13 @@ history."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.http import HttpRequest
 
 from lockstep.dashboard.monitor import queries
+from lockstep.dashboard.monitor.handled import handled_times
 from lockstep.dashboard.web.pages import page_view
 from lockstep.dashboard.web.redis_conn import get_redis
 from lockstep.dashboard.web.views import (
@@ -19,6 +21,7 @@ from lockstep.dashboard.web.views import (
     topic_queue_count,
 )
 from lockstep.workers.inspect import MessageNotFound, list_topics, message_at, messages_by_key
+from lockstep.workers.inspect.messages import MessageView
 from lockstep.workers.refs import QueueRef
 
 MAX_MESSAGES = 200
@@ -46,14 +49,43 @@ def build_messages(request: HttpRequest) -> dict[str, Any]:
     topic_queue_count(client, topic)
     if key:
         by_key = messages_by_key(client, topic, key, limit)
-        return {**by_key, "by": "key", "history": queries.key_history(topic, key)}
+        messages = _with_handled_times(topic, by_key["queue"], key, by_key["messages"])
+        history = queries.key_history(topic, key)
+        return {**by_key, "messages": messages, "by": "key", "history": history}
     assert queue is not None and offset is not None
     try:
         at = message_at(client, QueueRef(topic, queue), offset)
     except (ValueError, MessageNotFound) as exc:
         raise NotFound(str(exc)) from None
     history = queries.offset_history(topic, queue, at["key"], offset)
-    return {**at, "by": "offset", "history": history}
+    messages = _with_handled_times(topic, queue, at["key"], at["messages"])
+    return {**at, "messages": messages, "by": "offset", "history": history}
+
+
+def _with_handled_times(
+    topic: str, queue: int, key: str, messages: Sequence[MessageView]
+) -> list[dict[str, Any]]:
+    """The messages, each ``handled`` state with when and in how many attempts the group
+    handled it (``handled_at_ms``, ``handled_event``, ``attempts``: monitor.handled)."""
+    shown = [
+        (s["group"], m["offset"], m["produced_at_ms"])
+        for m in messages
+        for s in m["states"]
+        if s["state"] == "handled"
+    ]
+    times = handled_times(topic, queue, key, shown)
+    return [
+        {
+            **m,
+            "states": [
+                {**s, **times[(s["group"], m["offset"])].as_dict()}
+                if s["state"] == "handled"
+                else dict(s)
+                for s in m["states"]
+            ],
+        }
+        for m in messages
+    ]
 
 
 def build_lookup_page(request: HttpRequest) -> dict[str, Any]:

@@ -172,9 +172,8 @@
   function renderDryRun(d) {
     const count = Number(d.count) || 0;
     const verb = current.options.action === "discard" ? "discard" : "replay";
-    statusEl.textContent = count
-      ? "This would " + verb + " " + lockstepCount(count, "dead letter") + "."
-      : "Nothing to " + verb + ": no dead letter waiting matches.";
+    if (count) nameTargets(verb, count, d.targets || []);
+    else statusEl.textContent = "Nothing to " + verb + ": no dead letter waiting matches.";
     $("dry-run-count").textContent = String(count);
     $("dry-run-skipped").textContent = String(d.skipped || 0);
     $("dry-run-key-count").textContent = String(d.key_count !== undefined ? d.key_count : (d.keys || []).length);
@@ -213,6 +212,25 @@
     }
     dryRunEl.hidden = false;
     current.dryRunCount = count;
+  }
+
+  // "Discard 3 dead letters: order-100 @ 17, order-900 @ 22, order-7 @ 5." — what a
+  // confirmation acts on, by key and offset: the dry run names the first ones (in the order
+  // they are acted on) and the count says how many more, so a mis-ticked row shows here.
+  function nameTargets(verb, count, targets) {
+    const named = targets.slice(0, count);
+    const head = verb.charAt(0).toUpperCase() + verb.slice(1) + " " + lockstepCount(count, "dead letter");
+    statusEl.replaceChildren(head + (named.length ? ": " : "."));
+    named.forEach(function (t, i) {
+      const item = el("span", "target");
+      item.dataset.key = t.key;
+      item.dataset.offset = String(t.offset);
+      item.title = "topic " + t.topic + ", queue " + t.queue + ", dead letter " + t.id;
+      item.append(el("code", "", t.key), " @ " + t.offset);
+      statusEl.append(item, i < named.length - 1 ? ", " : "");
+    });
+    const more = count - named.length;
+    if (named.length) statusEl.append(more > 0 ? " … and " + more + " more." : ".");
   }
 
   function updateConfirm() {

@@ -63,7 +63,7 @@ def test_it_updates_the_rows_in_place_after_a_replay_without_a_reload(
     page.click("#replay-selected")
     page.wait_for_selector('#action-dialog[data-phase="ready"]')
     assert page.text_content("#action-what") == "1 selected dead letter."
-    assert page.text_content("#action-status") == "This would replay 1 dead letter."
+    assert page.text_content("#action-status") == "Replay 1 dead letter: order-1 @ 1."
     page.click("#action-confirm")
     page.wait_for_selector('#action-dialog[data-phase="finished"]')
     page.click("#action-close")
