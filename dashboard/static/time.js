@@ -48,11 +48,21 @@
     return time;
   }
 
-  // uPlot options for a time axis in the viewer's zone, 24-hour (seconds on the x axis).
+  // uPlot's labels of a time axis in the viewer's zone, 24-hour (seconds on the x axis).
   function axisValues(u, splits) {
     const span = splits.length > 1 ? splits[splits.length - 1] - splits[0] : 0;
     const precision = span > 2 * 86400 ? "min" : splits.length > 1 && splits[1] - splits[0] < 60 ? "clock" : "hm";
     return splits.map(function (s) { return s === null ? "" : format(s * 1000, precision); });
+  }
+
+  // Room between the time axis's labels (uPlot's axis `space`, CSS px): the widest label
+  // the span can get in the axis's font, and a gap, so that no two labels ever touch
+  // ("02:37:0002:37:30"). A 24-hour clock label is the widest below two days.
+  const LABEL_GAP = 16;
+
+  function axisSpace(u, axisIdx, min, max) {
+    const widest = max - min > 2 * 86400 ? "0000-00-00 00:00" : "00:00:00";
+    return Math.ceil(window.LockstepTheme.labelWidth(u, axisIdx, widest)) + LABEL_GAP;
   }
 
   function legendValue(u, s) { return s === null || s === undefined ? "—" : format(s * 1000, "s"); }
@@ -62,6 +72,7 @@
     format: format,
     element: element,
     axisValues: axisValues,
+    axisSpace: axisSpace,
     legendValue: legendValue,
   };
 })();

@@ -1,4 +1,6 @@
-"""How every page, report and notification writes a duration."""
+"""How every page, report and notification writes a duration, a count and a rate. The
+pages' scripts write them through ``static/format.js``, which must give the same text for
+the same value."""
 
 from __future__ import annotations
 
@@ -23,3 +25,21 @@ def seconds(value: Any) -> str:
     except (TypeError, ValueError):
         return "—"
     return f"{s:.1f} s" if s < 10 else duration(s)
+
+
+def count(value: Any) -> str:
+    """``12345`` -> ``12,345``, ``2.25`` -> ``2.2`` (one decimal when not whole); ``—`` when
+    unknown (None or empty)."""
+    if value is None or value == "":
+        return "—"
+    number = float(value)
+    return f"{number:,.0f}" if number == int(number) else f"{number:,.1f}"
+
+
+def rate(value: Any) -> str:
+    """Messages a second: ``12.0/s``, ``1,234.5/s``; below one, two decimals (``0.25/s``: a
+    slow group must not read as ``0.0/s``); ``—`` when unknown."""
+    if value is None or value == "":
+        return "—"
+    n = float(value)
+    return f"{n:,.2f}/s" if 0 < n < 1 else f"{n:,.1f}/s"

@@ -15,7 +15,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from lockstep.dashboard.web import time_zone
-from lockstep.dashboard.web.formatting import seconds
+from lockstep.dashboard.web.formatting import count, rate, seconds
 
 register = template.Library()
 
@@ -101,6 +101,8 @@ def time_input_pattern() -> str:
 
 
 register.filter("seconds", seconds)
+register.filter("count", count)
+register.filter("rate", rate)
 
 
 @register.filter

@@ -7,20 +7,14 @@ from typing import Any
 
 from django import template
 
-from lockstep.dashboard.web.formatting import seconds
+from lockstep.dashboard.web.formatting import count, seconds
 
 register = template.Library()
 DASH = "—"
 MINUS = "\u2212"  # a real minus sign: it lines up with the plus in a column of changes
 
 
-@register.filter
-def count(value: Any) -> str:
-    """``12345`` -> ``12,345``; ``—`` when unknown."""
-    if value is None or value == "":
-        return DASH
-    number = float(value)
-    return f"{number:,.0f}" if number == int(number) else f"{number:,.1f}"
+register.filter("count", count)
 
 
 @register.filter

@@ -27,7 +27,8 @@
   const deadLettersUrl = root.dataset.deadLettersUrl || "";
   const statusEl = document.getElementById("live-status");
   const updatedEl = document.getElementById("updated-at");
-  const numberFormat = new Intl.NumberFormat("en-US");
+  // Counts, durations and rates as the server writes them (format.js).
+  const fmt = window.LockstepFormat;
 
   // The page's model: the socket's parts, rows by id.
   let model = { summary: null, worst: [], table: null, rows: new Map(), order: [] };
@@ -96,20 +97,6 @@
 
   function cell(className, text) { return el("td", className, text); }
 
-  // Below one a second, two decimals: a slow group's rate must not read as 0.0/s.
-  function rate(value) {
-    if (value === null || value === undefined) return "—";
-    const n = Number(value);
-    return (n > 0 && n < 1 ? n.toFixed(2) : n.toFixed(1)) + "/s";
-  }
-
-  function formatSeconds(s) {
-    if (!s) return "0 s";
-    if (s < 60) return s.toFixed(1) + " s";
-    if (s < 3600) return Math.floor(s / 60) + " m " + Math.floor(s % 60) + " s";
-    return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " m";
-  }
-
   function words(value) { return String(value || "").replace(/_/g, " "); }
 
   function renderSummary() {
@@ -120,8 +107,8 @@
       const name = span.dataset.total;
       const value = name === "groups" ? s.group_count : (s.totals || {})[name];
       const noun = span.dataset.noun;
-      span.textContent = noun ? lockstepCount(value, noun).replace(/^\d+/, numberFormat.format(value || 0))
-        : numberFormat.format(value || 0);
+      span.textContent = noun ? lockstepCount(value, noun).replace(/^\d+/, fmt.count(value || 0))
+        : fmt.count(value || 0);
       if (name === "stuck") span.classList.toggle("bad", (value || 0) > 0);
     }
     const inRates = new Map((s.topics || []).map(function (t) { return [t.name, t.in_per_s]; }));
@@ -136,14 +123,15 @@
       const groupCell = cell("");
       groupCell.append(link("", g.group, urlFor(groupUrl, g.topic, "GROUP", g.group)));
       const deadCell = cell("num");
-      deadCell.append(link("", numberFormat.format(g.dead_letters),
+      deadCell.append(link("", fmt.count(g.dead_letters),
         urlFor(deadLettersUrl, g.topic, "GROUP", g.group) + "?topic=" + encodeURIComponent(g.topic)));
-      row.append(cell("", g.topic), groupCell, cell("num", String(g.queues)),
-        cell("num", String(g.owned)), cell("num", String(g.owners)),
-        cell("num", numberFormat.format(g.lag)), cell("num", formatSeconds(g.max_time_lag_s)),
-        cell("num", rate(inRates.get(g.topic))), cell("num", rate(g.out_per_s)),
-        cell("num", g.retries_per_min + "/min"), cell("num" + (g.stuck ? " bad" : ""), String(g.stuck)),
-        cell("num", String(g.held_keys)), deadCell);
+      row.append(cell("", g.topic), groupCell, cell("num", fmt.count(g.queues)),
+        cell("num", fmt.count(g.owned)), cell("num", fmt.count(g.owners)),
+        cell("num", fmt.count(g.lag)), cell("num", fmt.seconds(g.max_time_lag_s)),
+        cell("num", fmt.rate(inRates.get(g.topic))), cell("num", fmt.rate(g.out_per_s)),
+        cell("num", fmt.count(g.retries_per_min) + "/min"),
+        cell("num" + (g.stuck ? " bad" : ""), fmt.count(g.stuck)),
+        cell("num", fmt.count(g.held_keys)), deadCell);
       body.append(row);
     }
     for (const t of s.topics || []) {
@@ -151,7 +139,7 @@
       const row = el("tr", "summary-row no-group");
       row.dataset.topic = t.name;
       row.dataset.group = "";
-      const none = cell("none", lockstepCount(t.queue_count, "queue") + ", no consumer group yet");
+      const none = cell("none", lockstepCount(t.queue_count, "queue").replace(/^\d+/, fmt.count(t.queue_count)) + ", no consumer group yet");
       none.colSpan = 12;
       row.append(cell("", t.name), none);
       body.append(row);
@@ -159,7 +147,7 @@
     document.getElementById("no-topics").hidden = (s.topics || []).length > 0;
     const more = document.getElementById("summary-more");
     more.hidden = s.group_count <= (s.groups || []).length;
-    more.textContent = "The " + (s.groups || []).length + " worst of " + s.group_count +
+    more.textContent = "The " + fmt.count((s.groups || []).length) + " worst of " + fmt.count(s.group_count) +
       " groups; filter the table below by group for the rest.";
   }
 
@@ -178,8 +166,8 @@
       const state = cell("");
       state.append(el("span", "badge state-" + (r.stuck || r.state),
         r.stuck ? "stuck: " + words(r.stuck) : words(r.state)));
-      row.append(where, state, cell("num", numberFormat.format(r.lag)),
-        cell("num", formatSeconds(r.time_lag_s)), cell("mono", r.owner || "—"),
+      row.append(where, state, cell("num", fmt.count(r.lag)),
+        cell("num", fmt.seconds(r.time_lag_s)), cell("mono", r.owner || "—"),
         cell("why", r.stuck_why || ""));
       body.append(row);
     }
@@ -191,7 +179,8 @@
     const t = model.table;
     const info = document.getElementById("page-info");
     if (!t || !info) return;
-    info.textContent = "page " + t.page + " of " + t.pages + " · " + lockstepCount(t.total, "row");
+    info.textContent = "page " + fmt.count(t.page) + " of " + fmt.count(t.pages) + " · " +
+      lockstepCount(t.total, "row").replace(/^\d+/, fmt.count(t.total));
     const pager = document.getElementById("table-pager");
     const here = new URLSearchParams(location.search);
     function pageLink(id, text, page, show) {
@@ -272,10 +261,10 @@
       if (painted && !isNew) flash(owner);
     }
     setText(row.querySelector(".token"), r.token, String(r.token));
-    setText(row.querySelector(".max-offset"), r.max_offset, numberFormat.format(r.max_offset));
-    setText(row.querySelector(".committed"), r.committed_offset, numberFormat.format(r.committed_offset));
-    setText(row.querySelector(".lag"), r.lag, numberFormat.format(r.lag));
-    setText(row.querySelector(".time-lag"), r.time_lag_s, formatSeconds(r.time_lag_s));
+    setText(row.querySelector(".max-offset"), r.max_offset, fmt.count(r.max_offset));
+    setText(row.querySelector(".committed"), r.committed_offset, fmt.count(r.committed_offset));
+    setText(row.querySelector(".lag"), r.lag, fmt.count(r.lag));
+    setText(row.querySelector(".time-lag"), r.time_lag_s, fmt.seconds(r.time_lag_s));
   }
 
   function lagLevel(lag, seconds) {
@@ -317,7 +306,7 @@
     titles: {
       live: "Live updates over a WebSocket",
       reconnecting: function (ms) {
-        return "Connection lost; retrying in " + (ms / 1000).toFixed(1) + " s";
+        return "Connection lost; retrying in " + fmt.seconds(ms / 1000);
       },
       stale: "No live updates for a while: is the ingester running? " +
         "Re-reading the overview every few seconds.",

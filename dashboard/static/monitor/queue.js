@@ -31,7 +31,8 @@
   const statusEl = document.getElementById("live-status");
   const updatedEl = document.getElementById("updated-at");
   const eventsEl = document.getElementById("queue-events");
-  const numberFormat = new Intl.NumberFormat("en-US");
+  // Counts and durations as the server writes them (format.js).
+  const fmt = window.LockstepFormat;
 
   let data = JSON.parse(initial.textContent);
   let group = groupSelect ? groupSelect.value : (data.groups[0] || {}).group;
@@ -47,17 +48,11 @@
     return node;
   }
 
-  function seconds(s) {
-    if (s === null || s === undefined) return "—";
-    if (s < 10) return Number(s).toFixed(1) + " s";
-    if (s < 60) return Math.floor(s) + " s";
-    if (s < 3600) return Math.floor(s / 60) + " min " + Math.floor(s % 60) + " s";
-    return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
-  }
-
   const color = LockstepTheme.color;
 
   function clock(ms) { return LockstepTime.format(ms, "s"); }
+
+  function count(u, v) { return fmt.count(v); }
 
   // ---- the chart -----------------------------------------------------------------------
 
@@ -99,16 +94,22 @@
       chart = new window.uPlot({
         width: Math.max(300, chartEl.clientWidth), height: 260,
         scales: { x: { time: true }, off: {}, lag: {} },
-        // Times in the viewer's zone, 24-hour, on the axis and in the legend (time.js).
+        // Times in the viewer's zone, 24-hour, on the axis and in the legend (time.js);
+        // offsets and lag as the table writes them.
         series: [
           { value: LockstepTime.legendValue },
-          { label: "max offset", scale: "off", stroke: color("chart-1"), width: 2, spanGaps: true },
-          { label: "committed", scale: "off", stroke: color("ok"), width: 2, spanGaps: true },
+          { label: "max offset", scale: "off", stroke: color("chart-1"), width: 2, spanGaps: true, value: count },
+          { label: "committed", scale: "off", stroke: color("ok"), width: 2, spanGaps: true, value: count },
           { label: "lag", scale: "lag", stroke: color("bad"), width: 1.5, spanGaps: true,
-            fill: color("bad-fill") },
+            fill: color("bad-fill"), value: count },
         ],
-        axes: [LockstepTheme.axis({ values: LockstepTime.axisValues }), LockstepTheme.axis({ scale: "off" }),
-          LockstepTheme.axis({ scale: "lag", side: 1, grid: { show: false } })],
+        // A commit's point carries only the committed offset: the readout shows each
+        // series' nearest point with a value, not a blank for max offset and lag.
+        cursor: { hover: { skip: [null, undefined] } },
+        axes: [LockstepTheme.axis({ values: LockstepTime.axisValues, space: LockstepTime.axisSpace }),
+          LockstepTheme.axis({ scale: "off", incrs: LockstepTheme.wholeSteps, size: LockstepTheme.fitLabels }),
+          LockstepTheme.axis({ scale: "lag", side: 1, grid: { show: false }, incrs: LockstepTheme.wholeSteps,
+            size: LockstepTheme.fitLabels })],
       }, cols, chartEl);
       window.lockstepQueueChart = chart;
       window.addEventListener("resize", function () {
@@ -132,19 +133,19 @@
       // A lock whose owner stopped heartbeating (killed, frozen) is held by nobody alive.
       if (g.state === "no_live_consumer") owner.append(" ", el("span", "hint", "not live"));
       row.querySelector(".token").textContent = String(g.token);
-      row.querySelector(".lock-age").textContent = g.lock_age_ms === null ? "—" : seconds(g.lock_age_ms / 1000);
-      row.querySelector(".expires").textContent = g.lock_expires_in_ms === null ? "—" : seconds(g.lock_expires_in_ms / 1000);
+      row.querySelector(".lock-age").textContent = g.lock_age_ms === null ? "—" : fmt.seconds(g.lock_age_ms / 1000);
+      row.querySelector(".expires").textContent = g.lock_expires_in_ms === null ? "—" : fmt.seconds(g.lock_expires_in_ms / 1000);
       setNumber(row.querySelector(".committed"), g.committed_offset);
       setNumber(row.querySelector(".max-offset"), state.max_offset);
       setNumber(row.querySelector(".lag"), g.lag);
-      row.querySelector(".time-lag").textContent = seconds(g.time_lag_s);
+      row.querySelector(".time-lag").textContent = fmt.seconds(g.time_lag_s);
       const badge = el("span", "badge state-" + g.state, words(g.state));
       badge.dataset.state = g.state;
       row.querySelector(".state").replaceChildren(badge);
-      row.querySelector(".retries").textContent = String(g.retries);
+      row.querySelector(".retries").textContent = fmt.count(g.retries);
       // Only the JSON view counts dead letters; the socket's snapshots leave them as they are.
       if (state.dead_letters && Object.prototype.hasOwnProperty.call(state.dead_letters, g.group)) {
-        row.querySelector(".dead-letters a").textContent = String(state.dead_letters[g.group]);
+        row.querySelector(".dead-letters a").textContent = fmt.count(state.dead_letters[g.group]);
       }
       const error = row.querySelector(".last-error");
       error.textContent = (g.last_error || "").slice(0, 80);
@@ -160,7 +161,7 @@
 
   function setNumber(cell, value) {
     cell.dataset.value = String(value);
-    cell.textContent = numberFormat.format(value);
+    cell.textContent = fmt.count(value);
   }
 
   function renderProblems(problems) {
@@ -175,7 +176,7 @@
       const kind = el("td");
       kind.append(el("span", "badge state-" + p.kind, p.kind));
       tr.append(el("td", "", p.group), kind, el("td", "mono", p.key), el("td", "num", p.offset),
-        el("td", "num", p.retries), el("td", "num", p.waiting === null ? "—" : p.waiting),
+        el("td", "num", fmt.count(p.retries)), el("td", "num", fmt.count(p.waiting)),
         el("td", "error-text", (p.error || "").slice(0, 120)));
       body.append(tr);
     }

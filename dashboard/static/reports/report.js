@@ -28,21 +28,14 @@
 
   // ---- formatting ----------------------------------------------------------------------
 
-  const numberFormat = new Intl.NumberFormat("en-US", { maximumFractionDigits: 1 });
+  // Counts and durations as the server writes them (format.js).
+  const fmt = window.LockstepFormat;
   const compactFormat = new Intl.NumberFormat("en-US", { notation: "compact", maximumFractionDigits: 1 });
   // Tick steps for a seconds axis: whole seconds, minutes and hours, so every label is short.
   const SECOND_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
 
   // Hour h of the report's UTC day, as the viewer's zone shows it ("19:00", "05:30").
   function hourLabel(h) { return LockstepTime.format(Date.parse(data.day + "T00:00:00Z") + h * 3600000, "hm"); }
-
-  function seconds(s) {
-    if (s === null || s === undefined) return "—";
-    if (s < 10) return Number(s).toFixed(1) + " s";
-    if (s < 60) return Math.floor(s) + " s";
-    if (s < 3600) return Math.floor(s / 60) + " min " + Math.floor(s % 60) + " s";
-    return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
-  }
 
   // An axis label: "45 s", "10 min", "2 h".
   function secondsTick(s) {
@@ -51,8 +44,12 @@
     return Math.round(s / 3600 * 10) / 10 + " h";
   }
 
+  // Messages are whole: ticks at whole numbers only.
   function countAxis() {
-    return LockstepTheme.axis({ values: function (u, splits) { return splits.map(function (v) { return compactFormat.format(v); }); } });
+    return LockstepTheme.axis({
+      incrs: LockstepTheme.wholeSteps,
+      values: function (u, splits) { return splits.map(function (v) { return compactFormat.format(v); }); },
+    });
   }
 
   // ---- the charts ----------------------------------------------------------------------
@@ -71,16 +68,18 @@
     });
   }
 
+  // Hours without a row stay gaps, but every hour with one is a filled dot, always drawn:
+  // an hour alone between gaps is a line of no length, which only its dot shows.
   function line(label, colour, extra) {
     return Object.assign({ label: label, stroke: colour, width: 2, spanGaps: false,
-      points: { size: 4 } }, extra || {});
+      points: { show: true, size: 7, width: 1, fill: colour, stroke: colour } }, extra || {});
   }
 
   function lagSeries(prefix, unit) {
-    const fmt = unit === "s" ? function (u, v) { return seconds(v); }
-      : function (u, v) { return v === null ? "—" : numberFormat.format(v); };
+    const value = unit === "s" ? function (u, v) { return fmt.seconds(v); }
+      : function (u, v) { return fmt.count(v); };
     return ["p50", "p95", "p99", "max"].map(function (p) {
-      return line(p, COLOURS[p], { value: fmt, width: p === "p99" ? 2.5 : 1.5,
+      return line(p, COLOURS[p], { value: value, width: p === "p99" ? 2.5 : 1.5,
         dash: p === "max" ? [4, 4] : undefined });
     });
   }
@@ -97,7 +96,7 @@
       "time-lag-chart": {
         series: lagSeries("time_lag", "s").concat([
           line("threshold", color("warn"), { width: 1, dash: [6, 4], points: { show: false },
-            value: function () { return seconds(threshold); } }),
+            value: function () { return fmt.seconds(threshold); } }),
         ]),
         columns: ["time_lag_p50", "time_lag_p95", "time_lag_p99", "time_lag_max"]
           .map(function (f) { return perHour(rows, f); })
@@ -108,10 +107,10 @@
         series: [
           { label: "produced", stroke: color("chart-1"), fill: color("chart-1-fill"), width: 1,
             paths: bars ? bars({ size: [0.38, 40], align: -1 }) : undefined, points: { show: false },
-            value: function (u, v) { return v === null ? "—" : numberFormat.format(v); } },
+            value: function (u, v) { return fmt.count(v); } },
           { label: "consumed", stroke: color("ok"), fill: color("ok-fill"), width: 1,
             paths: bars ? bars({ size: [0.38, 40], align: 1 }) : undefined, points: { show: false },
-            value: function (u, v) { return v === null ? "—" : numberFormat.format(v); } },
+            value: function (u, v) { return fmt.count(v); } },
         ],
         columns: [perHour(rows, "produced"), perHour(rows, "consumed")],
         axis: countAxis(),
