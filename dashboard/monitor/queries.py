@@ -259,6 +259,9 @@ class FeedFilter:
     key: str = ""
     after: str = ""
     limit: int = 100
+    # Leave out the periodic NOISY_TYPES (unless ``types`` names some): the events page's
+    # default, so they do not bury the events an operator reads.
+    hide_periodic: bool = False
 
 
 @dataclass
@@ -272,7 +275,7 @@ def event_feed(f: FeedFilter) -> FeedPage:
     """Events matching ``f``, oldest first. With ``after`` (a stored event's stream ID):
     the first ``limit`` events stored after it, so a poller never skips one. Without it,
     or when that event is not stored (pruned), the newest ``limit``."""
-    rows = _filtered(f)
+    rows = filtered_events(f)
     cursor = (
         Event.objects.filter(stream_id=f.after).values_list("id", flat=True).first()
         if f.after
@@ -285,8 +288,11 @@ def event_feed(f: FeedFilter) -> FeedPage:
     return FeedPage(newest[: f.limit][::-1], len(newest) > f.limit, not f.after)
 
 
-def _filtered(f: FeedFilter) -> QuerySet[Event]:
+def filtered_events(f: FeedFilter) -> QuerySet[Event]:
+    """The stored events matching ``f``'s filters (not its cursor or limit)."""
     rows = Event.objects.all()
+    if f.hide_periodic and not f.types:
+        rows = rows.exclude(type__in=NOISY_TYPES)
     if f.topic:
         rows = rows.filter(topic=f.topic)
     if f.group:

@@ -24,10 +24,16 @@ DEFAULT_LIMIT = 100
 # Well-formed event type names; not only the known ones, so events of a newer runtime
 # (or the ingester's own, like ``events_lost``) can be filtered too.
 TYPE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+PERIODIC_CHOICES = ("show", "hide")
 
 
-def feed_filter(params: QueryDict) -> queries.FeedFilter:
-    """The feed's filters from query parameters; ``BadParameter`` on a bad value."""
+def feed_filter(params: QueryDict, periodic: str = "show") -> queries.FeedFilter:
+    """The feed's filters from query parameters; ``BadParameter`` on a bad value.
+    ``periodic`` (``show`` or ``hide``): whether the periodic event types are listed when
+    the parameter of that name is absent (the JSON feed shows them, the page hides them)."""
+    periodic = text_param(params.get("periodic"), "periodic", max_length=8) or periodic
+    if periodic not in PERIODIC_CHOICES:
+        raise BadParameter(f"periodic must be show or hide, got {periodic!r}")
     types = tuple(
         t
         for t in text_param(params.get("type"), "type", max_length=400).replace(" ", "").split(",")
@@ -50,6 +56,7 @@ def feed_filter(params: QueryDict) -> queries.FeedFilter:
         key=text_param(params.get("key"), "key"),
         after=after,
         limit=limit or DEFAULT_LIMIT,
+        hide_periodic=periodic == "hide",
     )
 
 
@@ -73,24 +80,21 @@ def older_page(f: queries.FeedFilter, before: str) -> queries.FeedPage:
 
 
 def _matching(f: queries.FeedFilter) -> Any:
-    rows = Event.objects.all()
-    for field, value in (("topic", f.topic), ("group", f.group), ("key", f.key)):
-        if value:
-            rows = rows.filter(**{field: value})
-    if f.queue is not None:
-        rows = rows.filter(queue=f.queue)
-    if f.types:
-        rows = rows.filter(type__in=f.types)
-    return rows
+    return queries.filtered_events(f)
 
 
-def build_events(request: HttpRequest) -> dict[str, Any]:
+def build_events_page(request: HttpRequest) -> dict[str, Any]:
+    """``build_events`` with the periodic types hidden unless ``periodic=show``."""
+    return build_events(request, periodic="hide")
+
+
+def build_events(request: HttpRequest, periodic: str = "show") -> dict[str, Any]:
     """``{"events": [...oldest first], "last_id", "has_more", "cursor_found", "older",
     "newer", "filters", "types"}``; see docs/http-api.md §6.
     ``?before=<stream ID>`` pages back (the events just before it); ``older`` / ``newer``
     are the ``before`` / ``after`` cursors of the neighbouring pages (``None`` at either
     end: no older event stored, or this is the newest)."""
-    f = feed_filter(request.GET)
+    f = feed_filter(request.GET, periodic)
     before = stream_id_param(request.GET, "before")
     page = older_page(f, before) if before else queries.event_feed(f)
     events = [queries.event_dict(e) for e in page.events]
@@ -112,7 +116,9 @@ def build_events(request: HttpRequest) -> dict[str, Any]:
             "type": ",".join(f.types),
             "key": f.key,
             "limit": f.limit,
+            "periodic": "hide" if f.hide_periodic else "show",
         },
+        "periodic_types": list(queries.NOISY_TYPES),
         "types": sorted(queries.EVENT_TYPES),
     }
 
@@ -164,5 +170,5 @@ def _newer(
     return None
 
 
-events_page = page_view("monitor/events.html", build_events, socket_path=EVENTS_SOCKET_PATH)
+events_page = page_view("monitor/events.html", build_events_page, socket_path=EVENTS_SOCKET_PATH)
 events_api = api_view(build_events)

@@ -20,6 +20,10 @@
   // A missing hint socket is retried slowly: polling already keeps the feed live.
   const SOCKET_RETRY_MS = 10000;
 
+  // Written every few seconds for every queue: never tinted when they arrive (and
+  // hidden unless the "periodic samples" box is ticked), so new events that matter stand
+  // out.
+  const PERIODIC = new Set((root.dataset.periodicTypes || "").split(",").filter(Boolean));
   const apiUrl = root.dataset.apiUrl;
   const form = document.getElementById("feed-filters");
   const rowsEl = document.getElementById("event-rows");
@@ -53,9 +57,11 @@
     return td;
   }
 
-  function row(e) {
+  // `arrived`: the row came with a live read (not a fresh list): tinted for a moment,
+  // unless it is a periodic sample.
+  function row(e, arrived) {
     const tr = document.createElement("tr");
-    tr.className = "event-row fresh";
+    tr.className = arrived && !PERIODIC.has(e.type) ? "event-row fresh" : "event-row";
     tr.dataset.id = e.id;
     tr.dataset.type = e.type;
     const when = cell("when mono");
@@ -77,7 +83,7 @@
     if (replace) rowsEl.replaceChildren();
     for (const e of events) {
       if (rowsEl.querySelector('tr[data-id="' + CSS.escape(e.id) + '"]')) continue;
-      rowsEl.prepend(row(e));
+      rowsEl.prepend(row(e, !replace));
     }
     while (rowsEl.rows.length > MAX_ROWS) rowsEl.deleteRow(-1);
     countEl.textContent = String(rowsEl.rows.length);
@@ -97,6 +103,8 @@
     const replacing = replacePending;
     replacePending = false;
     const params = filters();
+    // The page's default, which its URL leaves out: the JSON feed's is to show them.
+    if (!params.has("periodic")) params.set("periodic", "hide");
     if (lastId && !replacing) params.set("after", lastId);
     params.set("limit", "500");
     LockstepLive.fetchJson(apiUrl + "?" + params.toString(), "events", function () {
