@@ -5,10 +5,13 @@ queue) pairs take a few pipelined round trips."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import redis
 
+from lockstep.dashboard.web.store.models import Event
 from lockstep.workers import create_topic, keys
+from lockstep.workers import events as ev
 from lockstep.workers.refs import QueueRef
 from lockstep.workers.topics import register_group
 
@@ -36,3 +39,17 @@ def make_fleet(
 
 def set_max_offset(client: redis.Redis, ref: QueueRef, value: int) -> None:
     client.set(keys.sequence(ref), value)
+
+
+def commit_event(ref: QueueRef, group: str) -> Event:
+    """An unsaved ``offset_committed`` event of ``group`` on ``ref``, as the ingester hands
+    the publisher what it stored (``Publisher.record``)."""
+    return Event(
+        stream_id="1-1",
+        type=ev.OFFSET_COMMITTED,
+        ts=datetime.now(tz=UTC),
+        topic=ref.topic,
+        group=group,
+        queue=ref.queue,
+        details={"offset": 0},
+    )

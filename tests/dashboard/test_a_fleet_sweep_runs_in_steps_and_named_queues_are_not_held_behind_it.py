@@ -6,8 +6,6 @@ deleted, only when its last step is written. The plan of steps covers every queu
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 import redis
 from hypothesis import given
@@ -16,25 +14,12 @@ from hypothesis import strategies as st
 from lockstep.dashboard.monitor.live import Publisher
 from lockstep.dashboard.web.redis_conn import get_redis
 from lockstep.dashboard.web.store.fleet import SLICE_PAIRS, FleetWriter, plan_slices
-from lockstep.dashboard.web.store.models import Event, FleetStamp, QueueStatus
-from lockstep.workers import events as ev
+from lockstep.dashboard.web.store.models import FleetStamp, QueueStatus
 from lockstep.workers.refs import QueueRef
-from tests.dashboard.fleets import make_fleet, set_max_offset
+from tests.dashboard.fleets import commit_event, make_fleet, set_max_offset
 
 TOPICS = ["orders", "payments"]
 GROUPS = ["mailer", "auditor"]
-
-
-def _commit_event(ref: QueueRef, group: str) -> Event:
-    return Event(
-        stream_id="1-1",
-        type=ev.OFFSET_COMMITTED,
-        ts=datetime.now(tz=UTC),
-        topic=ref.topic,
-        group=group,
-        queue=ref.queue,
-        details={"offset": 0},
-    )
 
 
 def _stored(ref: QueueRef, group: str) -> QueueStatus | None:
@@ -53,7 +38,7 @@ def test_a_named_queue_is_read_at_the_next_push_while_a_sweep_is_half_done(
     publisher.push()
     first_step = QueueStatus.objects.count()
     set_max_offset(redis_client, last, 900)
-    publisher.record([_commit_event(last, "mailer")], "1-1")
+    publisher.record([commit_event(last, "mailer")], "1-1")
     publisher.push()
     row = _stored(last, "mailer")
     swept_midway = FleetStamp.objects.get().swept_ms

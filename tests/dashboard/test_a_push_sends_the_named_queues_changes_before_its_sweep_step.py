@@ -5,7 +5,6 @@ is on the sockets as soon as its queue is read, not after the step's thousand pa
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -21,24 +20,10 @@ from lockstep.dashboard.monitor.live import (
     watch,
 )
 from lockstep.dashboard.web.redis_conn import get_redis
-from lockstep.dashboard.web.store.models import Event
-from lockstep.workers import events as ev
 from lockstep.workers.refs import QueueRef
-from tests.dashboard.fleets import make_fleet, set_max_offset
+from tests.dashboard.fleets import commit_event, make_fleet, set_max_offset
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _commit_event(ref: QueueRef, group: str) -> Event:
-    return Event(
-        stream_id="1-1",
-        type=ev.OFFSET_COMMITTED,
-        ts=datetime.now(tz=UTC),
-        topic=ref.topic,
-        group=group,
-        queue=ref.queue,
-        details={"offset": 0},
-    )
 
 
 async def _received(layer: Any, channel: str, count: int) -> list[dict[str, Any]]:
@@ -61,7 +46,7 @@ async def test_the_named_queue_update_comes_before_the_steps_overview_hint(
     await _received(layer, channel, first)
 
     set_max_offset(redis_client, last, 900)
-    publisher.record([_commit_event(last, "mailer")], "1-1")
+    publisher.record([commit_event(last, "mailer")], "1-1")
     sent = await sync_to_async(publisher.push)()
     got = await _received(layer, channel, sent)
     await sync_to_async(publisher.stop)()

@@ -16,6 +16,7 @@ from playwright.sync_api import Browser, Page
 
 from lockstep.workers import events as ev
 from tests.dashboard.stack import ARTIFACTS, TIMEOUT_MS, Site, chromium, log_in, running_site
+from tests.support import probe_until
 
 PERIODIC = {ev.LAG_SAMPLED, ev.KEY_STATE, ev.LANES}
 ROWS = "#event-rows tr.event-row"
@@ -43,14 +44,20 @@ def _append(redis_url: str, *types: str, key: str = "order-1") -> None:
     client.close()
 
 
-def _open(browser: Browser, site: Site, width: int, scheme: str) -> Page:
+def _open(browser: Browser, site: Site, width: int, scheme: str, stored: str) -> Page:
+    """A logged-in tab on the events page, opened once the ingester stored the last event
+    appended (``stored``: its key and type as feed filters), so the page loads the events
+    with its list, not as arrivals."""
     context = browser.new_context(
         viewport={"width": width, "height": 900},
         color_scheme=scheme,  # type: ignore[arg-type]
     )
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
-    log_in(page, site, "/events")
+    log_in(page, site, "/")
+    api = f"{site.url}/api/v1/events?{stored}"
+    assert probe_until(lambda: page.request.get(api).json()["events"], bool, timeout=60)
+    page.goto(f"{site.url}/events")
     return page
 
 
@@ -78,7 +85,7 @@ def test_periodic_samples_are_hidden_and_only_new_events_that_matter_are_tinted(
 ) -> None:
     _append(redis_url, ev.KEY_STATE, ev.LAG_SAMPLED, ev.LOCK_ACQUIRED, key="before")
     api = f"{site.url}/api/v1/events"
-    page = _open(browser, site, 1400, "light")
+    page = _open(browser, site, 1400, "light", "key=before&type=lock_acquired")
     _wait_for_key(page, "before")
     first = _rows(page)
 
@@ -112,9 +119,10 @@ def test_periodic_samples_are_hidden_and_only_new_events_that_matter_are_tinted(
 def test_the_page_says_what_it_hides(
     browser: Browser, site: Site, redis_url: str, width: int, scheme: str
 ) -> None:
-    _append(redis_url, ev.KEY_STATE, ev.REPLAY_SUCCEEDED, key=f"shot-{width}-{scheme}")
-    page = _open(browser, site, width, scheme)
-    _wait_for_key(page, f"shot-{width}-{scheme}")
+    shot_key = f"shot-{width}-{scheme}"
+    _append(redis_url, ev.KEY_STATE, ev.REPLAY_SUCCEEDED, key=shot_key)
+    page = _open(browser, site, width, scheme, f"key={shot_key}&type=replay_succeeded")
+    _wait_for_key(page, shot_key)
     meta = page.text_content(".feed-meta") or ""
     box = page.is_checked("#feed-filters input[name=periodic]")
     ARTIFACTS.mkdir(exist_ok=True)
