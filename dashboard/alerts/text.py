@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from lockstep.dashboard.web.formatting import duration
+from lockstep.dashboard.web.formatting import duration, subject
 from lockstep.workers.refs import GroupQueue
 
 __all__ = [
@@ -39,17 +39,6 @@ UNITS = {"_s": 1.0, "_ms": 0.001}
 
 # What ``duration`` and ``seconds_text`` write: ``42 s``, ``0.4 s``, ``4 min 5 s``, ``2 h``.
 DURATION = re.compile(r"\b\d+(?:\.\d+)? (?:s|min|h)(?: \d+ (?:s|min))?\b")
-
-
-def subject(
-    topic: str, group: str = "", queue: int | None = None, key: str = "", consumer: str = ""
-) -> str:
-    """``orders / billing / queue 5 / key order-100``: a subject as the pages write it
-    (the overview's queues, the alerts pages' Subject column); the parts that are blank
-    are left out, "" when all are."""
-    parts = [topic, group, "" if queue is None else f"queue {queue}"]
-    parts += [f"key {key}" if key else "", f"consumer {consumer}" if consumer else ""]
-    return " / ".join(p for p in parts if p)
 
 
 def queue_subject(at: GroupQueue) -> str:

@@ -29,7 +29,7 @@ from lockstep.dashboard.reports.models import (
     RetryHotspot,
     StuckEpisode,
 )
-from lockstep.dashboard.web.formatting import duration
+from lockstep.dashboard.web.formatting import counted, duration, subject
 
 # No run can analyse a day before the data set existed; a bound also keeps "the day
 # before" and "a week earlier" inside what ``date`` can hold.
@@ -417,17 +417,18 @@ def report_lines(run: AnalyticsRun) -> list[str]:
 def _pair_line(p: GroupDay) -> str:
     rate = f" ({p.dead_letter_rate:.2%})" if p.dead_letter_rate is not None else ""
     return (
-        f"{p.topic}/{p.group}: p99 time lag {_seconds(p.time_lag_p99)}, p99 lag "
+        f"{subject(p.topic, p.group)}: p99 time lag {_seconds(p.time_lag_p99)}, p99 lag "
         f"{_number(p.lag_p99)}, {duration(p.seconds_above_threshold)} above the lag "
         f"threshold; produced {p.produced:,}, consumed {p.consumed:,}; "
-        f"{p.retries:,} retries, {p.dead_letters:,} dead letters{rate}; "
-        f"{p.stuck_episodes} stuck episodes; {p.owner_changes} owner changes, "
-        f"{p.rebalances} rebalances, {p.fencing_rejections} fencing rejections"
+        f"{counted(p.retries, 'retry', 'retries')}, "
+        f"{counted(p.dead_letters, 'dead letter')}{rate}; "
+        f"{counted(p.stuck_episodes, 'stuck episode')}; "
+        f"{counted(p.owner_changes, 'owner change')}, {counted(p.rebalances, 'rebalance')}, "
+        f"{counted(p.fencing_rejections, 'fencing rejection')}"
     )
 
 
 def _episode_line(e: StuckEpisode) -> str:
-    key = f" key {e.key!r}" if e.key else ""
     if e.open or e.ended_at is None:
         until, end = f"for {duration(e.duration_s)} so far", "still open"
     else:
@@ -435,9 +436,9 @@ def _episode_line(e: StuckEpisode) -> str:
         end = e.outcome.replace("_", " ")
     error = f"; last error: {e.error}" if e.error else ""
     return (
-        f"Stuck ({e.level}): {e.topic}/{e.group} queue {e.queue}{key} at offset {e.offset} "
-        f"from {e.started_at:%Y-%m-%d %H:%M:%S} UTC {until} "
-        f"({e.retries} retries, {e.max_behind:,} behind): {end}{error}"
+        f"Stuck ({e.level}): {subject(e.topic, e.group, e.queue, e.key)} at offset "
+        f"{e.offset} from {e.started_at:%Y-%m-%d %H:%M:%S} UTC {until} "
+        f"({counted(e.retries, 'retry', 'retries')}, {e.max_behind:,} behind): {end}{error}"
     )
 
 

@@ -43,3 +43,20 @@ def rate(value: Any) -> str:
         return "—"
     n = float(value)
     return f"{n:,.2f}/s" if 0 < n < 1 else f"{n:,.1f}/s"
+
+
+def counted(value: int, singular: str, plural: str = "") -> str:
+    """``1 stuck episode``, ``1,200 retries``: a count (as ``count`` writes it) with its
+    noun in the right number (``plural``, or the singular with an s)."""
+    return f"{count(value)} {singular if value == 1 else plural or singular + 's'}"
+
+
+def subject(
+    topic: str, group: str = "", queue: int | None = None, key: str = "", consumer: str = ""
+) -> str:
+    """``orders / billing / queue 5 / key order-100``: a subject as the pages write it
+    (the overview's queues, the alerts pages' Subject column, every alert text, the
+    analytics report's lines); the parts that are blank are left out, "" when all are."""
+    parts = [topic, group, "" if queue is None else f"queue {queue}"]
+    parts += [f"key {key}" if key else "", f"consumer {consumer}" if consumer else ""]
+    return " / ".join(p for p in parts if p)

@@ -53,10 +53,10 @@ def test_it_prints_the_headline_of_each_group_and_the_stuck_episodes() -> None:
     assert lines == [
         f"Analytics run {done.pk} of 2025-03-12 on local[2]: ok in 1 min 35 s",
         "Read 12,000 messages, 3,400 events and 8,640 lag samples from var/analytics",
-        "orders/billing: p99 time lag 12.2 s, p99 lag 40, 10 min 10 s above the lag threshold; "
-        "produced 12,000, consumed 11,990; 12 retries, 3 dead letters (0.03%); "
-        "1 stuck episodes; 4 owner changes, 1 rebalances, 0 fencing rejections",
-        "Stuck (key): orders/billing queue 2 key 'poison-1' at offset 41 from "
+        "orders / billing: p99 time lag 12.2 s, p99 lag 40, 10 min 10 s above the lag "
+        "threshold; produced 12,000, consumed 11,990; 12 retries, 3 dead letters (0.03%); "
+        "1 stuck episode; 4 owner changes, 1 rebalance, 0 fencing rejections",
+        "Stuck (key): orders / billing / queue 2 / key poison-1 at offset 41 from "
         "2025-03-12 03:12:05 UTC to 2025-03-12 03:16:15 UTC (4 min 10 s) (5 retries, "
         "1,200 behind): dead lettered",
     ]
