@@ -258,6 +258,18 @@ def chromium() -> Iterator[Browser]:
             browser.close()
 
 
+def tab(browser: Browser, width: int = 1400, scheme: str = "light", height: int = 900) -> Page:
+    """A new tab (a context of its own) at ``width`` x ``height`` in colour ``scheme``,
+    waiting up to ``TIMEOUT_MS`` for each state; log it in with ``log_in``."""
+    context = browser.new_context(
+        viewport={"width": width, "height": height},
+        color_scheme=scheme,  # type: ignore[arg-type]
+    )
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    return page
+
+
 def log_in(
     page: Page,
     site: Site,

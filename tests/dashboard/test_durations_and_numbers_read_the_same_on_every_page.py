@@ -21,7 +21,7 @@ from lockstep.workers import keys
 from lockstep.workers.refs import QueueRef
 from lockstep.workers.topics import register_group
 from tests.dashboard.reports.test_reports_page_in_the_browser import report_day
-from tests.dashboard.stack import REPO, TIMEOUT_MS, Site, chromium, log_in, running_site
+from tests.dashboard.stack import REPO, Site, chromium, log_in, running_site, tab
 
 FORMAT_JS = REPO / "dashboard" / "static" / "format.js"
 TOPIC, GROUP = "orders", "billing"
@@ -76,14 +76,12 @@ def site(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[S
 
 @pytest.fixture(scope="module")
 def page(browser: Browser, site: Site) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
+    page = tab(browser)
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     log_in(page, site, "/")
     yield page
-    context.close()
+    page.context.close()
     assert errors == [], "a page's script raised"
 
 

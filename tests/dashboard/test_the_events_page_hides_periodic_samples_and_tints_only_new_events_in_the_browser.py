@@ -15,7 +15,7 @@ import redis
 from playwright.sync_api import Browser, Page
 
 from lockstep.workers import events as ev
-from tests.dashboard.stack import ARTIFACTS, TIMEOUT_MS, Site, chromium, log_in, running_site
+from tests.dashboard.stack import ARTIFACTS, Site, chromium, log_in, running_site, tab
 from tests.support import probe_until
 
 PERIODIC = {ev.LAG_SAMPLED, ev.KEY_STATE, ev.LANES}
@@ -48,12 +48,7 @@ def _open(browser: Browser, site: Site, width: int, scheme: str, stored: str) ->
     """A logged-in tab on the events page, opened once the ingester stored the last event
     appended (``stored``: its key and type as feed filters), so the page loads the events
     with its list, not as arrivals."""
-    context = browser.new_context(
-        viewport={"width": width, "height": 900},
-        color_scheme=scheme,  # type: ignore[arg-type]
-    )
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
+    page = tab(browser, width, scheme)
     log_in(page, site, "/")
     api = f"{site.url}/api/v1/events?{stored}"
     assert probe_until(lambda: page.request.get(api).json()["events"], bool, timeout=60)

@@ -19,7 +19,7 @@ from playwright.sync_api import Browser, Page
 from lockstep.workers import keys
 from lockstep.workers.refs import QueueRef
 from lockstep.workers.topics import register_group
-from tests.dashboard.stack import REPO, TIMEOUT_MS, Site, chromium, log_in, running_site
+from tests.dashboard.stack import REPO, Site, chromium, log_in, running_site, tab
 
 SCREENSHOTS = REPO / "var" / "screenshots"
 TOPIC, GROUP, QUEUE = "orders", "billing", 0
@@ -128,12 +128,7 @@ def browser() -> Iterator[Browser]:
 
 
 def _chart_page(browser: Browser, site: Site, width: int, scheme: str) -> Page:
-    context = browser.new_context(
-        viewport={"width": width, "height": 900},
-        color_scheme=scheme,  # type: ignore[arg-type]
-    )
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
+    page = tab(browser, width, scheme)
     log_in(page, site, f"/topics/{TOPIC}/queues/{QUEUE}")
     page.wait_for_function(
         "window.lockstepQueueChart && window.lockstepQueueChart.axes[0]._values"

@@ -20,7 +20,7 @@ from playwright.sync_api import Browser, Page
 
 from lockstep.workers.topics import create_topic, register_group
 from tests.dashboard.deadletters.helpers import add_dead_letter
-from tests.dashboard.stack import TIMEOUT_MS, Site, chromium, log_in, running_site
+from tests.dashboard.stack import Site, chromium, log_in, running_site, tab
 
 TOPIC, GROUP = "orders", "billing"
 TICKED = [("order-100", 17), ("order-900", 22), ("order-7", 5)]
@@ -67,19 +67,14 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _tab(browser: Browser, site: Site, width: int, scheme: str, path: str) -> Iterator[Page]:
     """A tab at ``width`` in ``scheme``, logged in as the demo admin on ``path``; fails
     the test if a page's script raised."""
-    context = browser.new_context(
-        viewport={"width": width, "height": 900},
-        color_scheme=scheme,  # type: ignore[arg-type]
-    )
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
+    page = tab(browser, width, scheme)
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     log_in(page, site, path)
     try:
         yield page
     finally:
-        context.close()
+        page.context.close()
     assert errors == [], "a page's script raised"
 
 

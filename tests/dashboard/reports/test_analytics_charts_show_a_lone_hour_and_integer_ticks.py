@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from tests.dashboard.reports.test_reports_page_in_the_browser import report_day
-from tests.dashboard.stack import REPO, TIMEOUT_MS, Site, chromium, log_in, running_site
+from tests.dashboard.stack import REPO, Site, chromium, log_in, running_site, tab
 
 SCREENSHOTS = REPO / "var" / "screenshots"
 LONE_HOUR = 13
@@ -77,12 +77,7 @@ def browser() -> Iterator[Browser]:
 
 
 def _charts(browser: Browser, site: Site, width: int, scheme: str) -> Page:
-    context = browser.new_context(
-        viewport={"width": width, "height": 1000},
-        color_scheme=scheme,  # type: ignore[arg-type]
-    )
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
+    page = tab(browser, width, scheme, height=1000)
     log_in(page, site, f"/analytics/?day={report_day()}&topic=orders&group=billing")
     for chart in ("#lag-chart", "#time-lag-chart", "#throughput-chart"):
         page.wait_for_selector(f"{chart}[data-points='{len(HOURS)}'] canvas")
