@@ -42,6 +42,7 @@ from typing import Any
 
 from django.db.models import Q
 
+from lockstep.dashboard.monitor.queries import int_or_none
 from lockstep.dashboard.web.store.models import Event
 from lockstep.dashboard.web.store.queries import at, to_ms
 from lockstep.workers import events as ev
@@ -169,12 +170,12 @@ def _tell(s: _Story, type_: str, ts_ms: int, d: dict[str, Any]) -> None:
     if type_ == ev.CONSUME_FAILED:
         s.failures_since_dead += 1
     elif type_ == ev.DEAD_LETTERED:
-        s.dead_runs.append((_int(d.get("reconsume_times")) or 0) + 1)
+        s.dead_runs.append((int_or_none(d.get("reconsume_times")) or 0) + 1)
         s.failures_since_dead, s.last_dead_ms = 0, ts_ms
         s.replayed_ms = s.discarded_ms = s.succeeded_ms = None
     elif type_ == ev.DEAD_LETTER_REPLAYED:
         s.replayed_ms = ts_ms
-        new_offset = _int(d.get("new_offset"))
+        new_offset = int_or_none(d.get("new_offset"))
         if new_offset is not None:
             s.offsets.add(new_offset)
     elif type_ == ev.DEAD_LETTER_DISCARDED:
@@ -190,7 +191,7 @@ def _offsets(type_: str, d: dict[str, Any]) -> set[int]:
     replay's ``original_offset``."""
     named = d.get("offsets") if type_ in (ev.CONSUME_FAILED, ev.MESSAGES_PARKED) else None
     values = named if isinstance(named, list) else [d.get("offset"), d.get("original_offset")]
-    return {o for o in (_int(v) for v in values) if o is not None}
+    return {o for o in (int_or_none(v) for v in values) if o is not None}
 
 
 def _commits_past(
@@ -226,7 +227,7 @@ def _commits_past(
             rows.order_by("ts", "id").values_list("id", "group", "ts", "details")[:COMMIT_CHUNK]
         )
         for _id, group, ts, details in chunk:
-            _passed(open_, found, group, _int((details or {}).get("offset")), to_ms(ts))
+            _passed(open_, found, group, int_or_none((details or {}).get("offset")), to_ms(ts))
         if len(chunk) < COMMIT_CHUNK:
             break
         after = (chunk[-1][2], chunk[-1][0])
@@ -251,12 +252,3 @@ def _passed(
     del offsets[:passed]
     if not offsets:
         del open_[group]
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None

@@ -83,17 +83,21 @@ def queue_series(
         if type_ == ev.LAG_SAMPLED:
             point = [
                 to_ms(ts),
-                _int(details.get("max_offset")),
-                _int(details.get("committed_offset")),
-                _int(details.get("lag")),
+                int_or_none(details.get("max_offset")),
+                int_or_none(details.get("committed_offset")),
+                int_or_none(details.get("lag")),
             ]
         else:
-            point = [to_ms(ts), None, _int(details.get("offset")), None]
+            point = [to_ms(ts), None, int_or_none(details.get("offset")), None]
         series[group].append(point)
     return {group: _thin(points, since_ms, max_points) for group, points in series.items()}
 
 
-def _int(value: Any) -> int | None:
+def int_or_none(value: Any) -> int | None:
+    """``value`` of stored event details as an int; None for what is none (a bool, text,
+    a missing field)."""
+    if isinstance(value, bool):
+        return None
     try:
         return int(value)
     except (TypeError, ValueError):
@@ -342,7 +346,7 @@ def offset_history(
 
 
 def _mentions(details: dict[str, Any], offset: int) -> bool:
-    if _int(details.get("offset")) == offset:
+    if int_or_none(details.get("offset")) == offset:
         return True
     offsets = details.get("offsets")
     return isinstance(offsets, list) and offset in offsets
