@@ -107,7 +107,7 @@
       const name = span.dataset.total;
       const value = name === "groups" ? s.group_count : (s.totals || {})[name];
       const noun = span.dataset.noun;
-      span.textContent = noun ? lockstepCount(value, noun).replace(/^\d+/, fmt.count(value || 0))
+      span.textContent = noun ? lockstepCount(value || 0, noun)
         : fmt.count(value || 0);
       if (name === "stuck") span.classList.toggle("bad", (value || 0) > 0);
     }
@@ -139,7 +139,7 @@
       const row = el("tr", "summary-row no-group");
       row.dataset.topic = t.name;
       row.dataset.group = "";
-      const none = cell("none", lockstepCount(t.queue_count, "queue").replace(/^\d+/, fmt.count(t.queue_count)) + ", no consumer group yet");
+      const none = cell("none", lockstepCount(t.queue_count, "queue") + ", no consumer group yet");
       none.colSpan = 12;
       row.append(cell("", t.name), none);
       body.append(row);
@@ -180,7 +180,7 @@
     const info = document.getElementById("page-info");
     if (!t || !info) return;
     info.textContent = "page " + fmt.count(t.page) + " of " + fmt.count(t.pages) + " · " +
-      lockstepCount(t.total, "row").replace(/^\d+/, fmt.count(t.total));
+      lockstepCount(t.total, "row");
     const pager = document.getElementById("table-pager");
     const here = new URLSearchParams(location.search);
     function pageLink(id, text, page, show) {
